@@ -1,0 +1,167 @@
+"""Probability calibration with an estimated alpha (paper Algorithm 3).
+
+``round(alpha |U|)`` unlabeled rows are relabeled positive so that their distribution over
+equal probability bins follows the labeled positives' histogram: bins are walked from the
+top (p near 1) down, rows picked at random inside a bin, and a bin's shortfall carried to
+the next lower one. An isotonic (or logistic) regression of the new labels on the
+probabilities then gives calibrated probabilities.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
+
+CALIBRATION_METHODS = ("isotonic", "sigmoid")
+CALIBRATION_DATA = ("PU", "U")
+
+
+def flips_per_bin(positive_probabilities: np.ndarray, n_flips: int, n_bins: int = 100) -> np.ndarray:
+    """Split ``n_flips`` over equal bins in proportion to the positives' histogram.
+
+    Uses largest remainders, so the counts sum to exactly ``n_flips``.
+
+    Returns
+    -------
+    ndarray of int of shape (n_bins,)
+        Flips wanted in each bin, lowest bin first.
+    """
+    counts, _ = np.histogram(positive_probabilities, bins=np.linspace(0.0, 1.0, n_bins + 1))
+    share = n_flips * counts / counts.sum()
+    wanted = np.floor(share).astype(np.int64)
+    remainder = n_flips - int(wanted.sum())
+    if remainder:
+        # Ties go to the higher bin, where positives are most likely.
+        order = np.lexsort((-np.arange(n_bins), -(share - wanted)))
+        wanted[order[:remainder]] += 1
+    return wanted
+
+
+def flip_labels(
+    positive_probabilities: np.ndarray,
+    unlabeled_probabilities: np.ndarray,
+    alpha: float,
+    n_bins: int = 100,
+    random_state: int | np.random.Generator | None = 0,
+) -> np.ndarray:
+    """Choose the unlabeled rows to relabel positive.
+
+    Parameters
+    ----------
+    positive_probabilities : ndarray of shape (n_p,)
+        Labeled positives' probabilities.
+    unlabeled_probabilities : ndarray of shape (n_u,)
+        Unlabeled rows' probabilities.
+    alpha : float
+        Estimated fraction of positives among the unlabeled.
+    n_bins : int
+        Number of equal bins on [0, 1].
+    random_state : int, Generator or None
+        Seed of the choice inside each bin.
+
+    Returns
+    -------
+    ndarray of bool of shape (n_u,)
+        True for the ``round(alpha n_u)`` rows relabeled positive.
+    """
+    rng = np.random.default_rng(random_state)
+    u = np.asarray(unlabeled_probabilities, dtype=float)
+    n_flips = int(np.round(alpha * u.size))
+    wanted = flips_per_bin(positive_probabilities, n_flips, n_bins)
+    bins = np.minimum((u * n_bins).astype(np.int64), n_bins - 1)
+    flipped = np.zeros(u.size, dtype=bool)
+    carry = 0
+    for b in range(n_bins - 1, -1, -1):
+        members = np.flatnonzero(bins == b)
+        need = int(wanted[b]) + carry
+        take = min(need, members.size)
+        carry = need - take
+        if take:
+            flipped[rng.choice(members, take, replace=False)] = True
+    return flipped
+
+
+def calibrate(
+    probabilities: np.ndarray,
+    labels: np.ndarray,
+    alpha: float,
+    method: str = "isotonic",
+    data: str = "PU",
+    n_bins: int = 100,
+    random_state: int | None = 0,
+) -> np.ndarray:
+    """Return calibrated probabilities of being positive.
+
+    Parameters
+    ----------
+    probabilities : ndarray of shape (n,)
+        Out-of-fold classifier probabilities.
+    labels : ndarray of shape (n,)
+        1 for labeled positives, 0 for unlabeled.
+    alpha : float
+        Estimated fraction of positives among the unlabeled.
+    method : {"isotonic", "sigmoid"}
+        Isotonic regression or logistic regression of the new labels on the probabilities.
+    data : {"PU", "U"}
+        Fit on positives and unlabeled, or on the unlabeled only.
+    n_bins : int
+        Bins of the label flipping.
+    random_state : int or None
+        Seed of the label flipping.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Calibrated probabilities in [0, 1] for every row.
+    """
+    if method not in CALIBRATION_METHODS:
+        raise ValueError(f"unknown calibration method {method!r}; choose one of {CALIBRATION_METHODS}")
+    if data not in CALIBRATION_DATA:
+        raise ValueError(f"unknown calibration data {data!r}; choose one of {CALIBRATION_DATA}")
+    p = np.asarray(probabilities, dtype=float)
+    y = np.asarray(labels)
+    unlabeled = y == 0
+    new_labels = (y == 1).astype(float)
+    new_labels[unlabeled] = flip_labels(p[y == 1], p[unlabeled], alpha, n_bins, random_state)
+    fit_rows = slice(None) if data == "PU" else unlabeled
+    if method == "isotonic":
+        model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+        model.fit(p[fit_rows], new_labels[fit_rows])
+        return model.predict(p)
+    model = LogisticRegression()
+    model.fit(p[fit_rows].reshape(-1, 1), new_labels[fit_rows])
+    return model.predict_proba(p.reshape(-1, 1))[:, 1]
+
+
+def combine_cluster_probabilities(probabilities: np.ndarray) -> np.ndarray:
+    """Combine per-cluster probabilities: ``1 - prod_c (1 - p_c)``.
+
+    Parameters
+    ----------
+    probabilities : ndarray of shape (n_clusters, n)
+        Each cluster's calibrated probability for the same rows.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Probability of belonging to at least one cluster's positive class.
+    """
+    p = np.asarray(probabilities, dtype=float)
+    return 1.0 - np.prod(1.0 - p, axis=0)
+
+
+def expected_calibration_error(y_true: np.ndarray, probabilities: np.ndarray, n_bins: int = 10) -> float:
+    """Return the expected calibration error over equal-width bins.
+
+    Returns
+    -------
+    float
+        ``sum_b (n_b / n) |mean(y in b) - mean(p in b)|``.
+    """
+    y = np.asarray(y_true, dtype=float)
+    p = np.asarray(probabilities, dtype=float)
+    bins = np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
+    count = np.bincount(bins, minlength=n_bins)
+    gap = np.abs(np.bincount(bins, weights=y, minlength=n_bins) - np.bincount(bins, weights=p, minlength=n_bins))
+    return float(gap.sum() / max(1, count.sum()))

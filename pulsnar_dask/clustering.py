@@ -1,0 +1,247 @@
+"""Choosing the number of positive subtypes and clustering the positives (PULSNAR).
+
+The positives' important features, each multiplied by its XGBoost gain, are clustered
+with a Gaussian mixture. The number of clusters comes from the BIC curve over
+``1..max_clusters`` components, by the reference's knee procedure (Zhao, Hautamaki and
+Franti 2008) or simply by the minimum BIC.
+
+Real tables (repeated values, constant columns, tiny subtypes) can make a full-covariance
+fit fail with an ill-defined covariance; every fit here is guarded: constant columns are
+dropped, the covariance is regularised, and a failed fit falls back to a simpler
+covariance type, with a warning in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.signal import argrelmin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.mixture import GaussianMixture
+
+logger = logging.getLogger(__name__)
+
+CLUSTER_SELECTIONS = ("knee", "min")
+COVARIANCE_FALLBACK = ("full", "diag", "spherical")
+MIN_CLUSTER_SIZE = 10
+REG_COVAR = 1e-6
+
+
+def knee_point(bic: np.ndarray) -> int:
+    """Return the number of clusters at the knee of a BIC curve, as the reference does.
+
+    If the curve has interior local minima, ``c = 1 + min(argmin BIC, first local minimum,
+    argmax(diff(diff(BIC))) + 3)``. Otherwise the second differences
+    ``D_m = BIC[m-1] + BIC[m+1] - 2 BIC[m]`` (with ``D_0 = BIC[1] - BIC[0]``) are
+    computed, their local minima taken as candidate knees in decreasing order of ``D``,
+    and the candidates walked comparing the angle
+    ``atan(1/|BIC[c] - BIC[c-1]|) + atan(1/|BIC[c+1] - BIC[c]|)``; the first candidate
+    whose angle exceeds the first candidate's wins, else the first candidate.
+
+    Parameters
+    ----------
+    bic : ndarray of shape (M,)
+        BIC for 1..M components.
+
+    Returns
+    -------
+    int
+        The number of clusters, in ``1..M``.
+    """
+    vals = np.asarray(bic, dtype=float)
+    if vals.size < 3:
+        return int(np.argmin(vals)) + 1
+    minima = argrelmin(vals)[0]
+    if minima.size:
+        curvature = int(np.argmax(np.diff(np.diff(vals)))) + 3
+        return int(min(int(np.argmin(vals)), int(minima[0]), curvature)) + 1
+    second = np.empty(vals.size - 1)
+    second[0] = vals[1] - vals[0]
+    second[1:] = vals[:-2] + vals[2:] - 2 * vals[1:-1]
+    knees = argrelmin(second)[0] + 1
+    if knees.size == 0:
+        # No knee at all (a straight or strictly convex curve): the sharpest bend.
+        return int(np.argmax(np.diff(np.diff(vals)))) + 2
+    knees = knees[np.argsort(-second[knees - 1], kind="stable")]
+    with np.errstate(divide="ignore"):
+
+        def angle(c: int) -> float:
+            return float(
+                np.arctan(1 / abs(vals[c] - vals[c - 1])) + np.arctan(1 / abs(vals[c + 1] - vals[c]))
+            )
+
+        first = angle(int(knees[0]))
+        for c in knees[1:]:
+            if angle(int(c)) > first:
+                return int(c)
+    return int(knees[0])
+
+
+def select_n_clusters(bic: np.ndarray, method: str = "knee") -> int:
+    """Return the number of clusters from a BIC curve.
+
+    Parameters
+    ----------
+    bic : ndarray of shape (M,)
+        BIC for 1..M components.
+    method : {"knee", "min"}
+        The reference's knee procedure, or the number of components with the lowest BIC.
+
+    Returns
+    -------
+    int
+        Number of clusters in ``1..M``.
+    """
+    if method == "knee":
+        return knee_point(bic)
+    if method == "min":
+        return int(np.argmin(bic)) + 1
+    raise ValueError(
+        f"unknown cluster selection {method!r}; choose one of {', '.join(CLUSTER_SELECTIONS)}"
+    )
+
+
+def important_features(gain: np.ndarray, max_features: int | None = None) -> np.ndarray:
+    """Return the indices of features with non-zero gain, by decreasing gain.
+
+    Parameters
+    ----------
+    gain : ndarray of shape (n_features,)
+        XGBoost ``gain`` importance per feature (0 for unused features).
+    max_features : int or None
+        Keep at most this many (the top ones by gain).
+
+    Returns
+    -------
+    ndarray of int
+        Feature indices.
+    """
+    gain = np.asarray(gain, dtype=float)
+    order = np.argsort(-gain, kind="stable")
+    order = order[gain[order] > 0]
+    return order if max_features is None else order[:max_features]
+
+
+def clustering_matrix(X_features: np.ndarray, gain: np.ndarray) -> np.ndarray:
+    """Return the positives' features scaled by gain, ready for a Gaussian mixture.
+
+    Missing values are imputed with the column median; constant columns are dropped.
+
+    Parameters
+    ----------
+    X_features : ndarray of shape (n_positives, n_selected)
+        The positives' values of the selected features.
+    gain : ndarray of shape (n_selected,)
+        Gain of each selected feature.
+
+    Returns
+    -------
+    ndarray of shape (n_positives, n_kept)
+        Scaled features without constant columns (at least one column is kept).
+    """
+    Z = np.array(X_features, dtype=float) * np.asarray(gain, dtype=float)[None, :]
+    if np.isnan(Z).any():
+        medians = np.nanmedian(Z, axis=0)
+        rows, cols = np.nonzero(np.isnan(Z))
+        Z[rows, cols] = np.nan_to_num(medians[cols])
+    varying = np.ptp(Z, axis=0) > 0
+    if not varying.all():
+        logger.info("clustering: dropping %d constant feature(s)", int((~varying).sum()))
+    return Z[:, varying] if varying.any() else Z[:, :1]
+
+
+@dataclass(frozen=True)
+class MixtureFit:
+    """A fitted mixture and its BIC.
+
+    Attributes
+    ----------
+    n_components : int
+    bic : float
+    covariance_type : str
+        The covariance type that finally fitted (may be simpler than asked for).
+    model : GaussianMixture
+    """
+
+    n_components: int
+    bic: float
+    covariance_type: str
+    model: GaussianMixture
+
+
+def fit_mixture(
+    Z: np.ndarray,
+    n_components: int,
+    covariance_type: str = "full",
+    random_state: int = 100,
+    max_iter: int = 250,
+) -> MixtureFit:
+    """Fit a Gaussian mixture, falling back to simpler covariances if a fit fails.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n, d)
+        The clustering matrix.
+    n_components : int
+        Number of mixture components (capped at ``n``).
+    covariance_type : {"full", "diag", "spherical"}
+        First covariance type tried; the simpler ones follow on failure.
+    random_state : int
+        Seed of the mixture's initialisation.
+    max_iter : int
+        EM iterations.
+
+    Returns
+    -------
+    MixtureFit
+    """
+    n_components = max(1, min(n_components, Z.shape[0]))
+    tried = COVARIANCE_FALLBACK[COVARIANCE_FALLBACK.index(covariance_type) :]
+    last_error: Exception | None = None
+    for cov in tried:
+        for reg in (REG_COVAR, 1e-3):
+            model = GaussianMixture(
+                n_components=n_components,
+                covariance_type=cov,
+                max_iter=max_iter,
+                reg_covar=reg,
+                random_state=random_state,
+            )
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    model.fit(Z)
+                bic = float(model.bic(Z))
+            except (ValueError, np.linalg.LinAlgError) as exc:
+                last_error = exc
+                continue
+            if np.isfinite(bic):
+                if (cov, reg) != (covariance_type, REG_COVAR):
+                    logger.warning(
+                        "mixture with %d components: %s covariance failed; used %s with "
+                        "reg_covar=%g",
+                        n_components,
+                        covariance_type,
+                        cov,
+                        reg,
+                    )
+                return MixtureFit(n_components, bic, cov, model)
+    raise RuntimeError(f"no Gaussian mixture with {n_components} components could be fitted: {last_error}")
+
+
+def cluster_labels(fit: MixtureFit, Z: np.ndarray) -> np.ndarray:
+    """Return each positive's cluster, renumbered ``0..c-1`` by decreasing size.
+
+    Returns
+    -------
+    ndarray of int of shape (n,)
+    """
+    raw = fit.model.predict(Z)
+    counts = np.bincount(raw, minlength=fit.n_components)
+    order = np.argsort(-counts, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return rank[raw]

@@ -1,0 +1,318 @@
+"""scikit-learn style PULSCAR and PULSNAR estimators on in-memory data.
+
+``PULSCAR(...).fit(X, y)`` and ``PULSNAR(...).fit(X, y)`` take numpy arrays or pandas
+frames (``y``: 1 labeled positive, 0 unlabeled) and expose ``alpha_`` and the
+out-of-fold probabilities. They run the same steps (:mod:`pulsnar_dask.pu`) that the
+distributed engine fans out over a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from .alpha import AlphaEstimate
+from .pu import (
+    Clustering,
+    PUConfig,
+    SubproblemResult,
+    calibrate_subproblem,
+    choose_clustering,
+    cluster_features_and_matrix,
+    combine_on_rows,
+    fit_mixture_size,
+    improved_probabilities,
+    mixture_sizes,
+    run_subproblem,
+)
+from .scoring import booster_params, gain_importance
+
+logger = logging.getLogger(__name__)
+
+
+def _as_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    X_arr = np.asarray(X, dtype=np.float32)
+    if X_arr.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got shape {X_arr.shape}")
+    if np.isinf(X_arr).any():
+        raise ValueError("X contains infinite values")
+    y_arr = np.asarray(y).ravel()
+    if y_arr.shape[0] != X_arr.shape[0]:
+        raise ValueError(f"X has {X_arr.shape[0]} rows but y has {y_arr.shape[0]}")
+    bad = ~np.isin(y_arr, (0, 1))
+    if bad.any():
+        raise ValueError(f"y must be 0 (unlabeled) or 1 (positive); {int(bad.sum())} values are not")
+    return X_arr, y_arr.astype(np.int8)
+
+
+class _PUEstimator(BaseEstimator):
+    """Parameters and fitted attributes common to PULSCAR and PULSNAR."""
+
+    def _config(self) -> PUConfig:
+        raise NotImplementedError
+
+    def _finish(self, alphas: list[float]) -> None:
+        self.alphas_ = np.asarray(alphas)
+        self.alpha_ = float(np.mean(self.alphas_))
+
+    def _classify(
+        self, X: np.ndarray, y: np.ndarray, row_ids: np.ndarray, config: PUConfig
+    ) -> None:
+        self.improved_proba_ = improved_probabilities(
+            X, y, row_ids, self.calibrated_proba_, self.alpha_, config, self.random_state
+        )
+
+
+_COMMON_DOC = """
+    n_folds : int, default 5
+        Stratified cross-validation folds of the XGBoost classifier.
+    bin_method : {"rice", "square_root", "sturges", "scott", "fd"}, default "rice"
+        Bin-count rule of the beta-kernel densities.
+    alpha_region : {"upper", "all"}, default "upper"
+        Grid points (``z > 0.5`` or all) the alpha objective is minimised over.
+    bandwidth_search : {"local", "global"}, default "local"
+    xgb_params : dict or None
+        XGBoost parameter overrides (defaults: ``max_depth=4, eta=0.2``, hist trees).
+    n_rounds : int, default 100
+        Boosting rounds.
+    n_iterations : int, default 1
+        Repeats with seeds ``random_state + i``; ``alpha_`` is their mean.
+    calibration : {None, "isotonic", "sigmoid"}, default None
+        Calibrate probabilities with the estimated alpha (Algorithm 3).
+    calibration_data : {"PU", "U"}, default "PU"
+    classify : bool, default False
+        Retrain on recovered labels (Algorithm 4); implies isotonic calibration if none.
+    n_jobs : int or None
+        XGBoost threads.
+    random_state : int, default 0
+"""
+
+
+class PULSCAR(_PUEstimator):
+    __doc__ = (
+        """Positive-unlabeled alpha estimation when positives are labeled at random (SCAR).
+
+    Parameters
+    ----------"""
+        + _COMMON_DOC
+        + """
+    Attributes
+    ----------
+    alpha_ : float
+        Estimated fraction of positives among the unlabeled rows.
+    alphas_ : ndarray
+        One estimate per iteration.
+    n_clusters_ : int
+        Always 1.
+    oof_proba_ : ndarray of shape (n,)
+        Out-of-fold probabilities (mean over iterations).
+    alpha_estimate_ : AlphaEstimate
+        Densities and objective of the first iteration, for plots.
+    calibrated_proba_ : ndarray of shape (n,)
+        With ``calibration``.
+    improved_proba_ : ndarray of shape (n,)
+        With ``classify``.
+    """
+    )
+
+    def __init__(
+        self,
+        n_folds: int = 5,
+        bin_method: str = "rice",
+        alpha_region: str = "upper",
+        bandwidth_search: str = "local",
+        xgb_params: dict | None = None,
+        n_rounds: int = 100,
+        n_iterations: int = 1,
+        calibration: str | None = None,
+        calibration_data: str = "PU",
+        classify: bool = False,
+        n_jobs: int | None = None,
+        random_state: int = 0,
+    ):
+        self.n_folds = n_folds
+        self.bin_method = bin_method
+        self.alpha_region = alpha_region
+        self.bandwidth_search = bandwidth_search
+        self.xgb_params = xgb_params
+        self.n_rounds = n_rounds
+        self.n_iterations = n_iterations
+        self.calibration = calibration
+        self.calibration_data = calibration_data
+        self.classify = classify
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def _config(self) -> PUConfig:
+        return PUConfig(
+            n_folds=self.n_folds,
+            bin_method=self.bin_method,
+            alpha_region=self.alpha_region,
+            bandwidth_search=self.bandwidth_search,
+            xgb_params=dict(self.xgb_params or {}),
+            n_rounds=self.n_rounds,
+            n_threads=self.n_jobs,
+            calibration_method=self.calibration or "isotonic",
+            calibration_data=self.calibration_data,
+        )
+
+    def fit(self, X: Any, y: Any) -> PULSCAR:
+        """Estimate alpha from features ``X`` and PU labels ``y``; return self."""
+        config = self._config()
+        X_arr, y_arr = _as_arrays(X, y)
+        row_ids = np.arange(y_arr.size)
+        results: list[SubproblemResult] = [
+            run_subproblem(X_arr, y_arr, row_ids, config, self.random_state + i)
+            for i in range(self.n_iterations)
+        ]
+        self._finish([r.alpha for r in results])
+        self.n_clusters_ = 1
+        self.cluster_alphas_ = np.array([self.alpha_])
+        self.alpha_estimate_: AlphaEstimate = results[0].estimate
+        self.oof_proba_ = np.mean([r.probabilities for r in results], axis=0)
+        if self.calibration or self.classify:
+            self.calibrated_proba_ = calibrate_subproblem(results[0], config, self.random_state)
+        if self.classify:
+            self._classify(X_arr, y_arr, row_ids, config)
+        return self
+
+
+class PULSNAR(_PUEstimator):
+    __doc__ = (
+        """Positive-unlabeled alpha estimation when positives are not labeled at random (SNAR).
+
+    The labeled positives are clustered into subtypes; PULSCAR runs on each cluster's
+    positives plus all unlabeled rows, and the cluster alphas add up to ``alpha_``.
+
+    Parameters
+    ----------"""
+        + _COMMON_DOC
+        + """    n_clusters : int or None, default None
+        Fixed number of clusters; ``None`` chooses it from the BIC curve.
+    max_clusters : int, default 10
+        Largest mixture tried for the BIC curve.
+    cluster_selection : {"knee", "min"}, default "knee"
+    max_cluster_features : int or None, default 32
+        Cluster on at most this many top-gain features.
+    covariance_type : {"full", "diag", "spherical"}, default "full"
+
+    Attributes
+    ----------
+    alpha_ : float
+    alphas_ : ndarray
+    cluster_alphas_ : ndarray of shape (n_kept_clusters,)
+        Per-cluster alphas (mean over iterations).
+    n_clusters_ : int
+    clustering_ : Clustering
+        BIC curve, cluster of each positive, features used.
+    cluster_estimates_ : list of AlphaEstimate
+        First iteration's densities per cluster.
+    oof_proba_ : ndarray of shape (n,)
+        ``1 - prod_c (1 - p_c)`` of the clusters' out-of-fold probabilities; NaN for
+        positives of skipped clusters.
+    calibrated_proba_, improved_proba_ : ndarray of shape (n,)
+        With ``calibration`` / ``classify``.
+    """
+    )
+
+    def __init__(
+        self,
+        n_folds: int = 5,
+        bin_method: str = "rice",
+        alpha_region: str = "upper",
+        bandwidth_search: str = "local",
+        xgb_params: dict | None = None,
+        n_rounds: int = 100,
+        n_iterations: int = 1,
+        calibration: str | None = None,
+        calibration_data: str = "PU",
+        classify: bool = False,
+        n_jobs: int | None = None,
+        random_state: int = 0,
+        n_clusters: int | None = None,
+        max_clusters: int = 10,
+        cluster_selection: str = "knee",
+        max_cluster_features: int | None = 32,
+        covariance_type: str = "full",
+    ):
+        self.n_folds = n_folds
+        self.bin_method = bin_method
+        self.alpha_region = alpha_region
+        self.bandwidth_search = bandwidth_search
+        self.xgb_params = xgb_params
+        self.n_rounds = n_rounds
+        self.n_iterations = n_iterations
+        self.calibration = calibration
+        self.calibration_data = calibration_data
+        self.classify = classify
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.n_clusters = n_clusters
+        self.max_clusters = max_clusters
+        self.cluster_selection = cluster_selection
+        self.max_cluster_features = max_cluster_features
+        self.covariance_type = covariance_type
+
+    def _config(self) -> PUConfig:
+        return PUConfig(
+            n_folds=self.n_folds,
+            bin_method=self.bin_method,
+            alpha_region=self.alpha_region,
+            bandwidth_search=self.bandwidth_search,
+            xgb_params=dict(self.xgb_params or {}),
+            n_rounds=self.n_rounds,
+            n_threads=self.n_jobs,
+            max_clusters=self.max_clusters,
+            n_clusters=self.n_clusters,
+            cluster_selection=self.cluster_selection,
+            covariance_type=self.covariance_type,
+            max_cluster_features=self.max_cluster_features,
+            calibration_method=self.calibration or "isotonic",
+            calibration_data=self.calibration_data,
+        )
+
+    def fit(self, X: Any, y: Any) -> PULSNAR:
+        """Cluster the positives, estimate each cluster's alpha, and return self."""
+        config = self._config()
+        X_arr, y_arr = _as_arrays(X, y)
+        row_ids = np.arange(y_arr.size)
+        seed = self.random_state
+        gain = gain_importance(
+            X_arr, y_arr, booster_params(config.xgb_params, seed, config.n_threads), config.n_rounds
+        )
+        positives = np.flatnonzero(y_arr == 1)
+        model_features, cluster_features, Z = cluster_features_and_matrix(
+            X_arr[positives], gain, config
+        )
+        fits = [fit_mixture_size(Z, n, config, seed) for n in mixture_sizes(config, positives.size)]
+        self.clustering_: Clustering = choose_clustering(
+            fits, Z, gain, model_features, cluster_features, config
+        )
+        kept = self.clustering_.kept_clusters()
+        unlabeled = np.flatnonzero(y_arr == 0)
+        X_model = X_arr[:, model_features]
+        iterations: list[list[SubproblemResult]] = []
+        for i in range(self.n_iterations):
+            per_cluster = []
+            for c in kept:
+                rows = np.concatenate([positives[self.clustering_.labels == c], unlabeled])
+                per_cluster.append(
+                    run_subproblem(X_model[rows], y_arr[rows], row_ids[rows], config, seed + i)
+                )
+            iterations.append(per_cluster)
+        self._finish([sum(r.alpha for r in per_cluster) for per_cluster in iterations])
+        self.n_clusters_ = self.clustering_.n_clusters
+        self.cluster_alphas_ = np.mean([[r.alpha for r in it] for it in iterations], axis=0)
+        first = iterations[0]
+        self.cluster_estimates_ = [r.estimate for r in first]
+        self.oof_proba_ = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
+        if self.calibration or self.classify:
+            self.calibrated_proba_ = combine_on_rows(
+                row_ids, [(r.row_ids, calibrate_subproblem(r, config, seed)) for r in first]
+            )
+        if self.classify:
+            self._classify(X_arr, y_arr, row_ids, config)
+        return self

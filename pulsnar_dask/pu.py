@@ -1,0 +1,376 @@
+"""The PU steps shared by the in-memory estimators and the distributed engine.
+
+Each function here works on in-memory arrays and is what one Dask task runs: a PULSCAR
+subproblem (out-of-fold XGBoost + alpha), the BIC fit of one mixture size, and the
+clustering of the positives. The estimators call them in a loop; the engine submits them
+as concurrent futures. Either way the numbers come from this one place.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .alpha import AlphaEstimate, estimate_alpha
+from .binning import BIN_METHODS
+from .calibration import CALIBRATION_DATA, CALIBRATION_METHODS, calibrate
+from .clustering import (
+    CLUSTER_SELECTIONS,
+    MIN_CLUSTER_SIZE,
+    MixtureFit,
+    cluster_labels,
+    clustering_matrix,
+    fit_mixture,
+    important_features,
+    select_n_clusters,
+)
+from .density import BANDWIDTH_ERRORS, BANDWIDTH_SEARCHES
+from .folds import assign_folds
+from .scoring import DEFAULT_N_ROUNDS, booster_params, out_of_fold_probabilities
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PUConfig:
+    """Settings of a PULSCAR/PULSNAR run.
+
+    Attributes
+    ----------
+    n_folds : int
+        Cross-validation folds of the classifier.
+    bin_method : str
+        Bin-count rule of the densities.
+    alpha_region : {"upper", "all"}
+        Grid points the alpha objective's minimum is taken over.
+    bandwidth_search : {"local", "global"}
+    bandwidth_error : {"mse", "js"}
+    exact_density : bool
+        Use the exact (oracle) kernel density instead of the binned one.
+    xgb_params : mapping
+        XGBoost parameter overrides.
+    n_rounds : int
+        Boosting rounds.
+    n_threads : int or None
+        XGBoost threads per model.
+    max_clusters : int
+        Largest mixture size tried for the cluster count.
+    n_clusters : int or None
+        Fixed number of clusters (skips the BIC curve).
+    cluster_selection : {"knee", "min"}
+    covariance_type : str
+        First covariance type of the mixtures.
+    max_cluster_features : int or None
+        Cap on the number of top-gain features the positives are clustered on.
+    calibration_method : {"isotonic", "sigmoid"}
+    calibration_data : {"PU", "U"}
+    """
+
+    n_folds: int = 5
+    bin_method: str = "rice"
+    alpha_region: str = "upper"
+    bandwidth_search: str = "local"
+    bandwidth_error: str = "mse"
+    exact_density: bool = False
+    xgb_params: Mapping[str, Any] = field(default_factory=dict)
+    n_rounds: int = DEFAULT_N_ROUNDS
+    n_threads: int | None = None
+    max_clusters: int = 10
+    n_clusters: int | None = None
+    cluster_selection: str = "knee"
+    covariance_type: str = "full"
+    max_cluster_features: int | None = 32
+    calibration_method: str = "isotonic"
+    calibration_data: str = "PU"
+
+    def __post_init__(self) -> None:
+        choices = {
+            "bin_method": BIN_METHODS,
+            "alpha_region": ("upper", "all"),
+            "bandwidth_search": BANDWIDTH_SEARCHES,
+            "bandwidth_error": BANDWIDTH_ERRORS,
+            "cluster_selection": CLUSTER_SELECTIONS,
+            "covariance_type": ("full", "diag", "spherical"),
+            "calibration_method": CALIBRATION_METHODS,
+            "calibration_data": CALIBRATION_DATA,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"invalid {name} {getattr(self, name)!r}; choose one of {', '.join(allowed)}"
+                )
+        if self.n_folds < 2:
+            raise ValueError(f"n_folds must be at least 2, got {self.n_folds}")
+        if self.max_clusters < 1:
+            raise ValueError(f"max_clusters must be at least 1, got {self.max_clusters}")
+        if self.n_clusters is not None and self.n_clusters < 1:
+            raise ValueError(f"n_clusters must be at least 1, got {self.n_clusters}")
+
+    def with_(self, **changes: Any) -> PUConfig:
+        """Return a copy with some settings changed."""
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class SubproblemResult:
+    """Out-of-fold probabilities and alpha of one PULSCAR problem.
+
+    Attributes
+    ----------
+    row_ids : ndarray of shape (n,)
+        Row ids, in canonical (ascending) order.
+    labels : ndarray of int8 of shape (n,)
+    probabilities : ndarray of shape (n,)
+        Out-of-fold probabilities, aligned with ``row_ids``.
+    estimate : AlphaEstimate
+    """
+
+    row_ids: np.ndarray
+    labels: np.ndarray
+    probabilities: np.ndarray
+    estimate: AlphaEstimate
+
+    @property
+    def alpha(self) -> float:
+        return self.estimate.alpha
+
+
+def run_subproblem(
+    X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
+) -> SubproblemResult:
+    """Score rows with cross-validated XGBoost and estimate alpha (one PULSCAR problem).
+
+    Rows are first put in canonical order (by row id), so the result does not depend on
+    the order they arrive in.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    labels : ndarray of shape (n,)
+        1 labeled positive, 0 unlabeled.
+    row_ids : ndarray of shape (n,)
+        Unique row ids.
+    config : PUConfig
+    seed : int
+        Seed of the folds and of XGBoost.
+
+    Returns
+    -------
+    SubproblemResult
+    """
+    order = np.argsort(row_ids, kind="stable")
+    X, labels, row_ids = X[order], np.asarray(labels)[order].astype(np.int8), row_ids[order]
+    n_pos = int(labels.sum())
+    if n_pos < config.n_folds or labels.size - n_pos < config.n_folds:
+        raise ValueError(
+            f"{n_pos} positives and {labels.size - n_pos} unlabeled rows: each needs at least "
+            f"n_folds={config.n_folds}"
+        )
+    folds = assign_folds(row_ids, labels, config.n_folds, seed)
+    params = booster_params(config.xgb_params, seed, config.n_threads)
+    proba = out_of_fold_probabilities(X, labels, folds, params, config.n_rounds)
+    estimate = estimate_alpha(
+        proba,
+        labels,
+        bin_method=config.bin_method,
+        region=config.alpha_region,
+        bandwidth_search=config.bandwidth_search,
+        bandwidth_error=config.bandwidth_error,
+        exact=config.exact_density,
+        random_state=seed,
+    )
+    return SubproblemResult(row_ids, labels, proba, estimate)
+
+
+def mixture_random_state(n_components: int, seed: int) -> int:
+    """Seed of the mixture with ``n_components`` components (reference: ``100 + n``)."""
+    return 100 + n_components + 1000 * seed
+
+
+def fit_mixture_size(Z: np.ndarray, n_components: int, config: PUConfig, seed: int) -> MixtureFit:
+    """Fit the mixture of one size for the BIC curve (one task of the fan-out)."""
+    return fit_mixture(
+        Z,
+        n_components,
+        covariance_type=config.covariance_type,
+        random_state=mixture_random_state(n_components, seed),
+    )
+
+
+@dataclass(frozen=True)
+class Clustering:
+    """How PULSNAR split the labeled positives.
+
+    Attributes
+    ----------
+    n_clusters : int
+        Chosen number of clusters.
+    labels : ndarray of int of shape (n_positives,)
+        Cluster of each positive, 0 = largest.
+    bic : ndarray of shape (M,)
+        BIC for 1..M components (empty when the count was fixed).
+    cluster_features : ndarray of int
+        Features the positives were clustered on (top by gain).
+    model_features : ndarray of int
+        Features with non-zero gain, used by the subproblems.
+    gain : ndarray of shape (n_features,)
+    """
+
+    n_clusters: int
+    labels: np.ndarray
+    bic: np.ndarray
+    cluster_features: np.ndarray
+    model_features: np.ndarray
+    gain: np.ndarray
+
+    def kept_clusters(self) -> list[int]:
+        """Clusters with at least ``MIN_CLUSTER_SIZE`` positives."""
+        sizes = np.bincount(self.labels, minlength=self.n_clusters)
+        return [c for c in range(self.n_clusters) if sizes[c] >= MIN_CLUSTER_SIZE]
+
+
+def cluster_features_and_matrix(
+    X_pos: np.ndarray, gain: np.ndarray, config: PUConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return (model features, clustering features, clustering matrix) from gains.
+
+    Raises
+    ------
+    ValueError
+        If no feature has non-zero gain (the classifier found nothing to split on).
+    """
+    model_features = important_features(gain)
+    if model_features.size == 0:
+        raise ValueError("the importance model used no feature: positives and unlabeled look alike")
+    cluster_features = model_features[: config.max_cluster_features]
+    Z = clustering_matrix(X_pos[:, cluster_features], gain[cluster_features])
+    return model_features, cluster_features, Z
+
+
+def choose_clustering(
+    fits: list[MixtureFit],
+    Z: np.ndarray,
+    gain: np.ndarray,
+    model_features: np.ndarray,
+    cluster_features: np.ndarray,
+    config: PUConfig,
+) -> Clustering:
+    """Pick the cluster count from the fitted mixtures and label the positives.
+
+    Parameters
+    ----------
+    fits : list of MixtureFit
+        Mixtures of sizes ``1..M`` (BIC curve), or the single fixed-size mixture.
+
+    Returns
+    -------
+    Clustering
+    """
+    if config.n_clusters is not None:
+        chosen, bic = fits[0], np.array([])
+    else:
+        bic = np.array([f.bic for f in fits])
+        chosen = fits[select_n_clusters(bic, config.cluster_selection) - 1]
+    labels = cluster_labels(chosen, Z)
+    sizes = np.bincount(labels, minlength=chosen.n_components)
+    logger.info("PULSNAR: %d clusters of positives, sizes %s", chosen.n_components, sizes.tolist())
+    small = [c for c in range(chosen.n_components) if sizes[c] < MIN_CLUSTER_SIZE]
+    if small:
+        logger.warning(
+            "skipping %d cluster(s) with fewer than %d positives (%d positives left out)",
+            len(small),
+            MIN_CLUSTER_SIZE,
+            int(sizes[small].sum()),
+        )
+    return Clustering(chosen.n_components, labels, bic, cluster_features, model_features, gain)
+
+
+def mixture_sizes(config: PUConfig, n_positives: int) -> list[int]:
+    """Mixture sizes to fit: the fixed count, or ``1..max_clusters`` (capped by positives)."""
+    if config.n_clusters is not None:
+        return [config.n_clusters]
+    return list(range(1, min(config.max_clusters, max(1, n_positives // 2)) + 1))
+
+
+def calibrate_subproblem(result: SubproblemResult, config: PUConfig, seed: int) -> np.ndarray:
+    """Return calibrated probabilities of a subproblem's rows (Algorithm 3)."""
+    return calibrate(
+        result.probabilities,
+        result.labels,
+        result.alpha,
+        method=config.calibration_method,
+        data=config.calibration_data,
+        random_state=seed,
+    )
+
+
+def combine_on_rows(row_ids: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Combine per-subproblem probabilities onto all rows: ``1 - prod_c (1 - p_c)``.
+
+    Parameters
+    ----------
+    row_ids : ndarray of shape (n,)
+        The rows to report, in the order wanted.
+    parts : list of (ids, probabilities)
+        Each subproblem's row ids and probabilities.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Combined probability; NaN for rows in no subproblem (positives of skipped
+        clusters).
+    """
+    complement = np.ones(len(row_ids))
+    seen = np.zeros(len(row_ids), dtype=bool)
+    sorter = np.argsort(row_ids, kind="stable")
+    for ids, proba in parts:
+        idx = sorter[np.searchsorted(row_ids, ids, sorter=sorter)]
+        complement[idx] *= 1.0 - proba
+        seen[idx] = True
+    out = 1.0 - complement
+    out[~seen] = np.nan
+    return out
+
+
+def relabel_top(labels: np.ndarray, calibrated: np.ndarray, alpha: float) -> np.ndarray:
+    """Relabel the ``round(alpha |U|)`` unlabeled rows of highest calibrated probability (Algorithm 4).
+
+    Returns
+    -------
+    ndarray of int8
+        New 0/1 labels.
+    """
+    y = np.asarray(labels).astype(np.int8).copy()
+    unlabeled = np.flatnonzero(y == 0)
+    n_flip = int(np.round(alpha * unlabeled.size))
+    if n_flip:
+        scores = np.nan_to_num(np.asarray(calibrated)[unlabeled], nan=0.0)
+        top = unlabeled[np.argsort(-scores, kind="stable")[:n_flip]]
+        y[top] = 1
+    return y
+
+
+def improved_probabilities(
+    X: np.ndarray,
+    labels: np.ndarray,
+    row_ids: np.ndarray,
+    calibrated: np.ndarray,
+    alpha: float,
+    config: PUConfig,
+    seed: int,
+) -> np.ndarray:
+    """Retrain cross-validated XGBoost on recovered labels (Algorithm 4).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Out-of-fold probabilities of the retrained classifier, in the input row order.
+    """
+    new_labels = relabel_top(labels, calibrated, alpha)
+    folds = assign_folds(row_ids, new_labels, config.n_folds, seed)
+    params = booster_params(config.xgb_params, seed, config.n_threads)
+    return out_of_fold_probabilities(X, new_labels, folds, params, config.n_rounds)
