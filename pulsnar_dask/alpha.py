@@ -94,7 +94,9 @@ def alpha_objective(
     elif region == "all":
         mask = np.ones_like(grid, dtype=bool)
     else:
-        raise ValueError(f"unknown alpha region {region!r}; choose one of {', '.join(ALPHA_REGIONS)}")
+        raise ValueError(
+            f"unknown alpha region {region!r}; choose one of {', '.join(ALPHA_REGIONS)}"
+        )
     fp, fu = density_positive[mask], density_unlabeled[mask]
     min_fp = abs(float(density_positive.min()))
     eps = min_fp if min_fp > 0 else 1e-10
@@ -143,6 +145,7 @@ def estimate_alpha(
     bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
     exact: bool = False,
     fine_bins: int = DEFAULT_FINE_BINS,
+    kernel_normalization: str = "point",
     random_state: int | None = 0,
 ) -> AlphaEstimate:
     """Estimate the fraction of positives among the unlabeled (PULSCAR).
@@ -167,7 +170,10 @@ def estimate_alpha(
         Average the kernel over every probability (the oracle; cost grows with ``n``)
         instead of over ``fine_bins`` weighted bin centres.
     fine_bins : int
-        Number of fine bins of the fast path.
+        Number of linear-binning nodes of the fast path.
+    kernel_normalization : {"point", "grid"}
+        ``point``: each probability's kernel sums to 1 over the grid (mass-preserving);
+        ``grid``: the paper's mean kernel, normalised once over the grid.
     random_state : int or None
         Seed of the global bandwidth search.
 
@@ -177,7 +183,9 @@ def estimate_alpha(
         ``.alpha`` is the estimate; the rest is kept for plots and diagnostics.
     """
     if bin_method not in BIN_METHODS:
-        raise ValueError(f"unknown bin method {bin_method!r}; choose one of {', '.join(BIN_METHODS)}")
+        raise ValueError(
+            f"unknown bin method {bin_method!r}; choose one of {', '.join(BIN_METHODS)}"
+        )
     p, y = _check_inputs(probabilities, labels)
     k = bin_count(p, bin_method)
     grid = np.linspace(0.0, 1.0, k)
@@ -192,9 +200,10 @@ def estimate_alpha(
         error=bandwidth_error,
         bounds=bandwidth_bounds,
         random_state=random_state,
+        normalization=kernel_normalization,
     )
-    f_p = beta_kernel_density(sample_p, grid, bandwidth)
-    f_u = beta_kernel_density(sample_u, grid, bandwidth)
+    f_p = beta_kernel_density(sample_p, grid, bandwidth, kernel_normalization)
+    f_u = beta_kernel_density(sample_u, grid, bandwidth, kernel_normalization)
     objective = alpha_objective(f_p, f_u, grid, region)
     alpha = alpha_from_objective(objective)
     logger.debug("alpha=%.4f bandwidth=%.4f bins=%d region=%s", alpha, bandwidth, k, region)

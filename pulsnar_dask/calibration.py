@@ -17,7 +17,9 @@ CALIBRATION_METHODS = ("isotonic", "sigmoid")
 CALIBRATION_DATA = ("PU", "U")
 
 
-def flips_per_bin(positive_probabilities: np.ndarray, n_flips: int, n_bins: int = 100) -> np.ndarray:
+def flips_per_bin(
+    positive_probabilities: np.ndarray, n_flips: int, n_bins: int = 100
+) -> np.ndarray:
     """Split ``n_flips`` over equal bins in proportion to the positives' histogram.
 
     Uses largest remainders, so the counts sum to exactly ``n_flips``.
@@ -116,7 +118,9 @@ def calibrate(
         Calibrated probabilities in [0, 1] for every row.
     """
     if method not in CALIBRATION_METHODS:
-        raise ValueError(f"unknown calibration method {method!r}; choose one of {CALIBRATION_METHODS}")
+        raise ValueError(
+            f"unknown calibration method {method!r}; choose one of {CALIBRATION_METHODS}"
+        )
     if data not in CALIBRATION_DATA:
         raise ValueError(f"unknown calibration data {data!r}; choose one of {CALIBRATION_DATA}")
     p = np.asarray(probabilities, dtype=float)
@@ -151,7 +155,9 @@ def combine_cluster_probabilities(probabilities: np.ndarray) -> np.ndarray:
     return 1.0 - np.prod(1.0 - p, axis=0)
 
 
-def expected_calibration_error(y_true: np.ndarray, probabilities: np.ndarray, n_bins: int = 10) -> float:
+def expected_calibration_error(
+    y_true: np.ndarray, probabilities: np.ndarray, n_bins: int = 10
+) -> float:
     """Return the expected calibration error over equal-width bins.
 
     Returns
@@ -163,5 +169,8 @@ def expected_calibration_error(y_true: np.ndarray, probabilities: np.ndarray, n_
     p = np.asarray(probabilities, dtype=float)
     bins = np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
     count = np.bincount(bins, minlength=n_bins)
-    gap = np.abs(np.bincount(bins, weights=y, minlength=n_bins) - np.bincount(bins, weights=p, minlength=n_bins))
+    gap = np.abs(
+        np.bincount(bins, weights=y, minlength=n_bins)
+        - np.bincount(bins, weights=p, minlength=n_bins)
+    )
     return float(gap.sum() / max(1, count.sum()))

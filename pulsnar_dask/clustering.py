@@ -70,7 +70,8 @@ def knee_point(bic: np.ndarray) -> int:
 
         def angle(c: int) -> float:
             return float(
-                np.arctan(1 / abs(vals[c] - vals[c - 1])) + np.arctan(1 / abs(vals[c + 1] - vals[c]))
+                np.arctan(1 / abs(vals[c] - vals[c - 1]))
+                + np.arctan(1 / abs(vals[c + 1] - vals[c]))
             )
 
         first = angle(int(knees[0]))
@@ -229,7 +230,9 @@ def fit_mixture(
                         reg,
                     )
                 return MixtureFit(n_components, bic, cov, model)
-    raise RuntimeError(f"no Gaussian mixture with {n_components} components could be fitted: {last_error}")
+    raise RuntimeError(
+        f"no Gaussian mixture with {n_components} components could be fitted: {last_error}"
+    )
 
 
 def cluster_labels(fit: MixtureFit, Z: np.ndarray) -> np.ndarray:

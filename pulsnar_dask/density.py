@@ -17,7 +17,15 @@ from scipy.spatial.distance import jensenshannon
 from scipy.special import betaln
 
 DEFAULT_FINE_BINS = 512
-BANDWIDTH_BOUNDS = (0.01, 0.5)
+# The reference searches [0.01, 0.5] (REFERENCE_BANDWIDTH_BOUNDS). On the paper's synthetic
+# protocol the histogram fit then settles on the 0.01 floor, and the alpha objective, a
+# minimum over noisy density ratios, is biased low; with the point-normalised kernel a
+# 0.05 floor halves PULSCAR's error (benchmarks/results/alpha_defaults.md).
+BANDWIDTH_BOUNDS = (0.05, 0.5)
+# PULSNAR's per-cluster subproblems keep the reference kernel with a 0.02 floor: there,
+# other subtypes' positives sit among the negatives and extra smoothing inflates every
+# cluster's alpha (same results file).
+SUBPROBLEM_BANDWIDTH_BOUNDS = (0.02, 0.5)
 BANDWIDTH_SEARCHES = ("local", "global")
 BANDWIDTH_ERRORS = ("mse", "js")
 _CLIP = 1e-12
@@ -91,8 +99,20 @@ def histogram_density(probabilities: np.ndarray, n_bins: int) -> np.ndarray:
     return counts / counts.sum()
 
 
+KERNEL_NORMALIZATIONS = ("grid", "point")
+
+
 class BetaKernel:
     """Beta-kernel density of one sample on one grid, as a function of the bandwidth.
+
+    With ``normalization="grid"`` (the paper and reference) the density is the mean
+    kernel value at each grid point, normalised to sum 1 over the grid. The beta kernel
+    does not integrate to 1 over a grid, and how much of a point's mass the grid sees
+    depends on where the point lies and on the bandwidth (a pile of probabilities at 0
+    is seen almost only by ``z = 0``), so the unlabeled density is not exactly the
+    mixture of its parts. ``normalization="point"`` scales each point's kernel to sum 1
+    over the grid first: every point carries the same mass, mixtures stay mixtures, and
+    alpha depends far less on the bandwidth.
 
     The log kernel is ``(z log p + (1 - z) log(1 - p)) / bw - log B(a, b)``; the part in
     parentheses does not depend on ``bw``, so it is computed once and kept when it is
@@ -105,11 +125,19 @@ class BetaKernel:
         The points (exact or binned) and their weights.
     grid : ndarray of shape (k,)
         Evaluation points in [0, 1], normally ``linspace(0, 1, k)``.
+    normalization : {"grid", "point"}
+        Normalise the summed density over the grid, or each point's kernel first.
     """
 
     _CACHE_LIMIT = 1 << 22
 
-    def __init__(self, sample: KernelSample, grid: np.ndarray):
+    def __init__(self, sample: KernelSample, grid: np.ndarray, normalization: str = "grid"):
+        if normalization not in KERNEL_NORMALIZATIONS:
+            raise ValueError(
+                f"unknown kernel normalization {normalization!r}; choose one of "
+                f"{', '.join(KERNEL_NORMALIZATIONS)}"
+            )
+        self.per_point = normalization == "point"
         self.sample = sample
         self.grid = np.asarray(grid, dtype=float)
         self._chunks = [
@@ -139,11 +167,16 @@ class BetaKernel:
             exponent = base / bandwidth
             exponent -= log_norm[:, None]
             np.exp(exponent, out=exponent)
-            total += exponent @ self.sample.weights[chunk]
+            weights = self.sample.weights[chunk]
+            if self.per_point:
+                weights = weights / exponent.sum(axis=0)
+            total += exponent @ weights
         return total / total.sum()
 
 
-def beta_kernel_density(sample: KernelSample, grid: np.ndarray, bandwidth: float) -> np.ndarray:
+def beta_kernel_density(
+    sample: KernelSample, grid: np.ndarray, bandwidth: float, normalization: str = "grid"
+) -> np.ndarray:
     """Return the beta-kernel density of a sample at the grid points.
 
     Parameters
@@ -154,6 +187,8 @@ def beta_kernel_density(sample: KernelSample, grid: np.ndarray, bandwidth: float
         Evaluation points in [0, 1].
     bandwidth : float
         Kernel bandwidth ``bw > 0``.
+    normalization : {"grid", "point"}
+        See :class:`BetaKernel`.
 
     Returns
     -------
@@ -161,7 +196,7 @@ def beta_kernel_density(sample: KernelSample, grid: np.ndarray, bandwidth: float
         The weighted mean of ``Beta.pdf(p; 1 + z/bw, 1 + (1 - z)/bw)`` at each grid point
         ``z``, normalised to sum 1.
     """
-    return BetaKernel(sample, grid)(bandwidth)
+    return BetaKernel(sample, grid, normalization)(bandwidth)
 
 
 def _density_error(kind: str):
@@ -182,6 +217,7 @@ def select_bandwidth(
     error: str = "mse",
     bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
     random_state: int | None = 0,
+    normalization: str = "grid",
 ) -> float:
     """Return the bandwidth whose beta-kernel density best matches a histogram density.
 
@@ -201,6 +237,8 @@ def select_bandwidth(
         Search interval for the bandwidth.
     random_state : int or None
         Seed of the differential evolution (``global`` only).
+    normalization : {"grid", "point"}
+        Kernel normalisation (see :class:`BetaKernel`).
 
     Returns
     -------
@@ -208,7 +246,7 @@ def select_bandwidth(
         The bandwidth.
     """
     distance = _density_error(error)
-    kernel = BetaKernel(sample, grid)
+    kernel = BetaKernel(sample, grid, normalization)
 
     def objective(bw: float | np.ndarray) -> float:
         return distance(kernel(float(np.ravel(bw)[0])), target)

@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .alpha import AlphaEstimate
+from .density import BANDWIDTH_BOUNDS, SUBPROBLEM_BANDWIDTH_BOUNDS
 from .pu import (
     Clustering,
     PUConfig,
@@ -44,26 +45,10 @@ def _as_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"X has {X_arr.shape[0]} rows but y has {y_arr.shape[0]}")
     bad = ~np.isin(y_arr, (0, 1))
     if bad.any():
-        raise ValueError(f"y must be 0 (unlabeled) or 1 (positive); {int(bad.sum())} values are not")
-    return X_arr, y_arr.astype(np.int8)
-
-
-class _PUEstimator(BaseEstimator):
-    """Parameters and fitted attributes common to PULSCAR and PULSNAR."""
-
-    def _config(self) -> PUConfig:
-        raise NotImplementedError
-
-    def _finish(self, alphas: list[float]) -> None:
-        self.alphas_ = np.asarray(alphas)
-        self.alpha_ = float(np.mean(self.alphas_))
-
-    def _classify(
-        self, X: np.ndarray, y: np.ndarray, row_ids: np.ndarray, config: PUConfig
-    ) -> None:
-        self.improved_proba_ = improved_probabilities(
-            X, y, row_ids, self.calibrated_proba_, self.alpha_, config, self.random_state
+        raise ValueError(
+            f"y must be 0 (unlabeled) or 1 (positive); {int(bad.sum())} values are not"
         )
+    return X_arr, y_arr.astype(np.int8)
 
 
 _COMMON_DOC = """
@@ -74,6 +59,12 @@ _COMMON_DOC = """
     alpha_region : {"upper", "all"}, default "upper"
         Grid points (``z > 0.5`` or all) the alpha objective is minimised over.
     bandwidth_search : {"local", "global"}, default "local"
+    bandwidth_bounds : (float, float) or None
+        Bandwidth search interval; ``None`` takes the estimator's measured default
+        (PULSCAR ``(0.05, 0.5)``, PULSNAR subproblems ``(0.02, 0.5)``).
+    kernel_normalization : {"point", "grid"} or None
+        Beta-kernel normalisation; ``None`` takes the measured default (PULSCAR
+        ``"point"``, PULSNAR subproblems ``"grid"``, the reference's).
     xgb_params : dict or None
         XGBoost parameter overrides (defaults: ``max_depth=4, eta=0.2``, hist trees).
     n_rounds : int, default 100
@@ -91,7 +82,7 @@ _COMMON_DOC = """
 """
 
 
-class PULSCAR(_PUEstimator):
+class PULSCAR(BaseEstimator):
     __doc__ = (
         """Positive-unlabeled alpha estimation when positives are labeled at random (SCAR).
 
@@ -124,6 +115,8 @@ class PULSCAR(_PUEstimator):
         bin_method: str = "rice",
         alpha_region: str = "upper",
         bandwidth_search: str = "local",
+        bandwidth_bounds: tuple[float, float] | None = None,
+        kernel_normalization: str | None = None,
         xgb_params: dict | None = None,
         n_rounds: int = 100,
         n_iterations: int = 1,
@@ -137,6 +130,8 @@ class PULSCAR(_PUEstimator):
         self.bin_method = bin_method
         self.alpha_region = alpha_region
         self.bandwidth_search = bandwidth_search
+        self.bandwidth_bounds = bandwidth_bounds
+        self.kernel_normalization = kernel_normalization
         self.xgb_params = xgb_params
         self.n_rounds = n_rounds
         self.n_iterations = n_iterations
@@ -146,17 +141,34 @@ class PULSCAR(_PUEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def _config(self) -> PUConfig:
+    _default_bandwidth_bounds = BANDWIDTH_BOUNDS
+    _default_kernel_normalization = "point"
+
+    def _config(self, **extra: Any) -> PUConfig:
         return PUConfig(
             n_folds=self.n_folds,
             bin_method=self.bin_method,
             alpha_region=self.alpha_region,
             bandwidth_search=self.bandwidth_search,
+            bandwidth_bounds=tuple(self.bandwidth_bounds or self._default_bandwidth_bounds),
+            kernel_normalization=self.kernel_normalization or self._default_kernel_normalization,
             xgb_params=dict(self.xgb_params or {}),
             n_rounds=self.n_rounds,
             n_threads=self.n_jobs,
             calibration_method=self.calibration or "isotonic",
             calibration_data=self.calibration_data,
+            **extra,
+        )
+
+    def _finish(self, alphas: list[float]) -> None:
+        self.alphas_ = np.asarray(alphas)
+        self.alpha_ = float(np.mean(self.alphas_))
+
+    def _classify(
+        self, X: np.ndarray, y: np.ndarray, row_ids: np.ndarray, config: PUConfig
+    ) -> None:
+        self.improved_proba_ = improved_probabilities(
+            X, y, row_ids, self.calibrated_proba_, self.alpha_, config, self.random_state
         )
 
     def fit(self, X: Any, y: Any) -> PULSCAR:
@@ -180,7 +192,7 @@ class PULSCAR(_PUEstimator):
         return self
 
 
-class PULSNAR(_PUEstimator):
+class PULSNAR(PULSCAR):
     __doc__ = (
         """Positive-unlabeled alpha estimation when positives are not labeled at random (SNAR).
 
@@ -218,12 +230,17 @@ class PULSNAR(_PUEstimator):
     """
     )
 
+    _default_bandwidth_bounds = SUBPROBLEM_BANDWIDTH_BOUNDS
+    _default_kernel_normalization = "grid"
+
     def __init__(
         self,
         n_folds: int = 5,
         bin_method: str = "rice",
         alpha_region: str = "upper",
         bandwidth_search: str = "local",
+        bandwidth_bounds: tuple[float, float] | None = None,
+        kernel_normalization: str | None = None,
         xgb_params: dict | None = None,
         n_rounds: int = 100,
         n_iterations: int = 1,
@@ -238,45 +255,37 @@ class PULSNAR(_PUEstimator):
         max_cluster_features: int | None = 32,
         covariance_type: str = "full",
     ):
-        self.n_folds = n_folds
-        self.bin_method = bin_method
-        self.alpha_region = alpha_region
-        self.bandwidth_search = bandwidth_search
-        self.xgb_params = xgb_params
-        self.n_rounds = n_rounds
-        self.n_iterations = n_iterations
-        self.calibration = calibration
-        self.calibration_data = calibration_data
-        self.classify = classify
-        self.n_jobs = n_jobs
-        self.random_state = random_state
+        super().__init__(
+            n_folds=n_folds,
+            bin_method=bin_method,
+            alpha_region=alpha_region,
+            bandwidth_search=bandwidth_search,
+            bandwidth_bounds=bandwidth_bounds,
+            kernel_normalization=kernel_normalization,
+            xgb_params=xgb_params,
+            n_rounds=n_rounds,
+            n_iterations=n_iterations,
+            calibration=calibration,
+            calibration_data=calibration_data,
+            classify=classify,
+            n_jobs=n_jobs,
+            random_state=random_state,
+        )
         self.n_clusters = n_clusters
         self.max_clusters = max_clusters
         self.cluster_selection = cluster_selection
         self.max_cluster_features = max_cluster_features
         self.covariance_type = covariance_type
 
-    def _config(self) -> PUConfig:
-        return PUConfig(
-            n_folds=self.n_folds,
-            bin_method=self.bin_method,
-            alpha_region=self.alpha_region,
-            bandwidth_search=self.bandwidth_search,
-            xgb_params=dict(self.xgb_params or {}),
-            n_rounds=self.n_rounds,
-            n_threads=self.n_jobs,
+    def fit(self, X: Any, y: Any) -> PULSNAR:
+        """Cluster the positives, estimate each cluster's alpha, and return self."""
+        config = self._config(
             max_clusters=self.max_clusters,
             n_clusters=self.n_clusters,
             cluster_selection=self.cluster_selection,
             covariance_type=self.covariance_type,
             max_cluster_features=self.max_cluster_features,
-            calibration_method=self.calibration or "isotonic",
-            calibration_data=self.calibration_data,
         )
-
-    def fit(self, X: Any, y: Any) -> PULSNAR:
-        """Cluster the positives, estimate each cluster's alpha, and return self."""
-        config = self._config()
         X_arr, y_arr = _as_arrays(X, y)
         row_ids = np.arange(y_arr.size)
         seed = self.random_state

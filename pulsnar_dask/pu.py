@@ -28,7 +28,12 @@ from .clustering import (
     important_features,
     select_n_clusters,
 )
-from .density import BANDWIDTH_ERRORS, BANDWIDTH_SEARCHES
+from .density import (
+    BANDWIDTH_BOUNDS,
+    BANDWIDTH_ERRORS,
+    BANDWIDTH_SEARCHES,
+    KERNEL_NORMALIZATIONS,
+)
 from .folds import assign_folds
 from .scoring import DEFAULT_N_ROUNDS, booster_params, out_of_fold_probabilities
 
@@ -49,6 +54,10 @@ class PUConfig:
         Grid points the alpha objective's minimum is taken over.
     bandwidth_search : {"local", "global"}
     bandwidth_error : {"mse", "js"}
+    bandwidth_bounds : (float, float)
+        Interval of the bandwidth search.
+    kernel_normalization : {"point", "grid"}
+        Beta-kernel normalisation (see :class:`pulsnar_dask.density.BetaKernel`).
     exact_density : bool
         Use the exact (oracle) kernel density instead of the binned one.
     xgb_params : mapping
@@ -75,6 +84,8 @@ class PUConfig:
     alpha_region: str = "upper"
     bandwidth_search: str = "local"
     bandwidth_error: str = "mse"
+    bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS
+    kernel_normalization: str = "point"
     exact_density: bool = False
     xgb_params: Mapping[str, Any] = field(default_factory=dict)
     n_rounds: int = DEFAULT_N_ROUNDS
@@ -93,6 +104,7 @@ class PUConfig:
             "alpha_region": ("upper", "all"),
             "bandwidth_search": BANDWIDTH_SEARCHES,
             "bandwidth_error": BANDWIDTH_ERRORS,
+            "kernel_normalization": KERNEL_NORMALIZATIONS,
             "cluster_selection": CLUSTER_SELECTIONS,
             "covariance_type": ("full", "diag", "spherical"),
             "calibration_method": CALIBRATION_METHODS,
@@ -103,6 +115,9 @@ class PUConfig:
                 raise ValueError(
                     f"invalid {name} {getattr(self, name)!r}; choose one of {', '.join(allowed)}"
                 )
+        low, high = self.bandwidth_bounds
+        if not 0 < low < high:
+            raise ValueError(f"bandwidth bounds must satisfy 0 < low < high, got {low}, {high}")
         if self.n_folds < 2:
             raise ValueError(f"n_folds must be at least 2, got {self.n_folds}")
         if self.max_clusters < 1:
@@ -180,6 +195,8 @@ def run_subproblem(
         region=config.alpha_region,
         bandwidth_search=config.bandwidth_search,
         bandwidth_error=config.bandwidth_error,
+        bandwidth_bounds=config.bandwidth_bounds,
+        kernel_normalization=config.kernel_normalization,
         exact=config.exact_density,
         random_state=seed,
     )
@@ -337,7 +354,7 @@ def combine_on_rows(row_ids: np.ndarray, parts: list[tuple[np.ndarray, np.ndarra
 
 
 def relabel_top(labels: np.ndarray, calibrated: np.ndarray, alpha: float) -> np.ndarray:
-    """Relabel the ``round(alpha |U|)`` unlabeled rows of highest calibrated probability (Algorithm 4).
+    """Relabel the ``round(alpha |U|)`` most probable unlabeled rows positive (Algorithm 4).
 
     Returns
     -------

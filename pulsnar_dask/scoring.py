@@ -47,9 +47,7 @@ def booster_params(
     return params
 
 
-def _fit(
-    X: np.ndarray, y: np.ndarray, params: Mapping[str, Any], n_rounds: int
-) -> xgb.Booster:
+def _fit(X: np.ndarray, y: np.ndarray, params: Mapping[str, Any], n_rounds: int) -> xgb.Booster:
     n_pos = int(np.sum(y == 1))
     weight = (y.size - n_pos) / n_pos if n_pos else 1.0
     dtrain = xgb.DMatrix(X, label=y)

@@ -1,0 +1,24 @@
+import numpy as np
+import pytest
+
+
+def beta_mixture(rng: np.random.Generator, n: int):
+    """Random PU probabilities: positives ~ Beta(a, b), unlabeled a mix with negatives.
+
+    Returns (probabilities, labels, true mixing weight).
+    """
+    weight = rng.uniform(0.02, 0.6)
+    n_pos = max(20, int(n * rng.uniform(0.05, 0.5)))
+    n_unl = n - n_pos
+    pos_ab = rng.uniform(3, 8), rng.uniform(0.6, 2.5)
+    neg_ab = rng.uniform(0.6, 2.5), rng.uniform(3, 8)
+    hidden = rng.random(n_unl) < weight
+    unl = np.where(hidden, rng.beta(*pos_ab, n_unl), rng.beta(*neg_ab, n_unl))
+    p = np.concatenate([rng.beta(*pos_ab, n_pos), unl])
+    y = np.r_[np.ones(n_pos), np.zeros(n_unl)].astype(np.int8)
+    return p, y, float(hidden.mean())
+
+
+@pytest.fixture
+def mixture():
+    return beta_mixture

@@ -1,0 +1,96 @@
+import numpy as np
+import pytest
+from conftest import beta_mixture
+
+from pulsnar_dask import estimate_alpha
+from pulsnar_dask.alpha import CANDIDATES, alpha_from_objective, alpha_objective
+
+
+def _agreement(sizes, seed):
+    rng = np.random.default_rng(seed)
+    for n in sizes:
+        p, y, _ = beta_mixture(rng, int(n))
+        fast = estimate_alpha(p, y)
+        exact = estimate_alpha(p, y, exact=True)
+        assert not fast.exact and exact.exact
+        assert abs(fast.alpha - exact.alpha) <= 0.002, (n, fast.alpha, exact.alpha)
+
+
+def test_fast_and_exact_alpha_agree_on_20_mixtures_up_to_300k():
+    sizes = np.r_[np.geomspace(1e3, 1e5, 19), 3e5]
+    _agreement(sizes, seed=11)
+
+
+@pytest.mark.slow
+def test_fast_and_exact_alpha_agree_on_20_mixtures_up_to_1e6():
+    _agreement(np.geomspace(1e3, 1e6, 20), seed=12)
+
+
+@pytest.mark.parametrize("weight", [0.05, 0.2, 0.5, 0.8])
+def test_alpha_recovers_the_mixing_weight_of_separated_mixtures(weight):
+    rng = np.random.default_rng(int(weight * 100))
+    n_pos, n_unl = 5000, 40000
+    hidden = rng.random(n_unl) < weight
+    unl = np.where(hidden, rng.beta(8, 1, n_unl), rng.beta(1, 8, n_unl))
+    p = np.concatenate([rng.beta(8, 1, n_pos), unl])
+    y = np.r_[np.ones(n_pos), np.zeros(n_unl)]
+    result = estimate_alpha(p, y)
+    assert result.alpha == pytest.approx(hidden.mean(), abs=0.015)
+
+
+def test_objective_kinks_at_the_density_ratio_minimum():
+    grid = np.linspace(0, 1, 8)
+    f_p = np.array([0.0, 0.02, 0.04, 0.08, 0.12, 0.18, 0.24, 0.32])
+    f_n = np.array([0.3, 0.25, 0.2, 0.12, 0.08, 0.05, 0.0, 0.0])
+    f_u = 0.3 * f_p + 0.7 * f_n
+    f_u /= f_u.sum()
+    ratio = (f_u / np.where(f_p > 0, f_p, np.nan))[grid > 0.5]
+    objective = alpha_objective(f_p / f_p.sum(), f_u, grid, "upper")
+    alpha = alpha_from_objective(objective)
+    assert alpha == pytest.approx(np.nanmin(ratio) * f_p.sum(), abs=2e-4)
+
+
+def test_upper_and_all_regions_differ_when_the_ratio_dips_low():
+    grid = np.linspace(0, 1, 6)
+    f_p = np.array([0.1, 0.1, 0.2, 0.2, 0.2, 0.2])
+    f_u = np.array([0.01, 0.19, 0.2, 0.2, 0.2, 0.2])
+    upper = alpha_from_objective(alpha_objective(f_p, f_u, grid, "upper"))
+    whole = alpha_from_objective(alpha_objective(f_p, f_u, grid, "all"))
+    assert upper == pytest.approx(1.0 - 1e-4, abs=1e-3) or upper > 0.9
+    assert whole == pytest.approx(0.1, abs=2e-4)
+
+
+def test_result_keeps_what_plots_need():
+    rng = np.random.default_rng(0)
+    p, y, _ = beta_mixture(rng, 5000)
+    r = estimate_alpha(p, y, bin_method="scott")
+    assert isinstance(r.alpha, float)
+    assert r.grid.shape == r.density_positive.shape == r.density_unlabeled.shape == (r.n_bins,)
+    assert r.density_positive.sum() == pytest.approx(
+        1
+    ) and r.density_unlabeled.sum() == pytest.approx(1)
+    assert r.objective.shape == CANDIDATES.shape
+    assert 0.01 <= r.bandwidth <= 0.5
+
+
+@pytest.mark.parametrize(
+    ("p", "y", "message"),
+    [
+        ([0.1, 0.2], [1, 2], "labels must be 0"),
+        ([0.1, 1.2], [1, 0], "within \\[0, 1\\]"),
+        ([0.1, np.nan], [1, 0], "finite"),
+        ([0.1, 0.2], [1, 1], "both labeled positives"),
+        ([0.1, 0.2, 0.3], [1, 0], "differ in length"),
+    ],
+)
+def test_bad_inputs_are_refused(p, y, message):
+    with pytest.raises(ValueError, match=message):
+        estimate_alpha(np.array(p), np.array(y))
+
+
+def test_bad_options_are_refused():
+    p, y = np.array([0.1, 0.9, 0.5]), np.array([0, 1, 0])
+    with pytest.raises(ValueError, match="unknown bin method"):
+        estimate_alpha(p, y, bin_method="x")
+    with pytest.raises(ValueError, match="unknown alpha region"):
+        estimate_alpha(p, y, region="x")

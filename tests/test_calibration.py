@@ -1,0 +1,100 @@
+import numpy as np
+import pytest
+
+from pulsnar_dask.calibration import (
+    calibrate,
+    combine_cluster_probabilities,
+    expected_calibration_error,
+    flip_labels,
+    flips_per_bin,
+)
+from pulsnar_dask.pu import combine_on_rows, relabel_top
+
+
+def test_flips_per_bin_sums_exactly_and_follows_the_histogram():
+    pos = np.array([0.05] * 1 + [0.55] * 3 + [0.95] * 6)
+    wanted = flips_per_bin(pos, 7, n_bins=10)
+    assert wanted.sum() == 7
+    # shares 0.7, 2.1, 4.2 -> floors 0, 2, 4 and the one left goes to the largest remainder
+    assert wanted.tolist() == [1, 0, 0, 0, 0, 2, 0, 0, 0, 4]
+
+
+@pytest.mark.parametrize("alpha", [0.013, 0.1, 0.25])
+def test_flip_labels_flips_round_alpha_u_and_matches_the_positive_histogram(alpha):
+    rng = np.random.default_rng(1)
+    pos = rng.beta(5, 2, 3000)
+    unl = rng.random(100_000)  # every bin has ~1000 rows: no shortfall
+    flipped = flip_labels(pos, unl, alpha, n_bins=100, random_state=0)
+    n = int(np.round(alpha * unl.size))
+    assert flipped.sum() == n
+    got = np.bincount(np.minimum((unl[flipped] * 100).astype(int), 99), minlength=100)
+    np.testing.assert_array_equal(got, flips_per_bin(pos, n, 100))
+
+
+def test_flip_labels_carries_a_shortfall_down():
+    pos = np.full(100, 0.95)  # all wanted flips are in the top bin
+    unl = np.r_[np.full(3, 0.97), np.full(50, 0.42), np.full(50, 0.11)]
+    flipped = flip_labels(pos, unl, alpha=0.2, n_bins=10, random_state=0)
+    assert flipped.sum() == round(0.2 * unl.size) == 21
+    assert flipped[:3].all()  # the whole top bin
+    assert flipped[3:53].sum() == 18  # the shortfall lands in the next non-empty bin
+    assert not flipped[53:].any()
+
+
+def test_flip_labels_is_reproducible():
+    rng = np.random.default_rng(2)
+    pos, unl = rng.random(500), rng.random(2000)
+    a = flip_labels(pos, unl, 0.3, random_state=7)
+    b = flip_labels(pos, unl, 0.3, random_state=7)
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("method", ["isotonic", "sigmoid"])
+@pytest.mark.parametrize("data", ["PU", "U"])
+def test_calibrate_returns_monotone_probabilities_with_the_flipped_mass(method, data):
+    rng = np.random.default_rng(3)
+    p = np.r_[rng.beta(5, 2, 1000), rng.beta(2, 5, 4000)]
+    y = np.r_[np.ones(1000), np.zeros(4000)]
+    cal = calibrate(p, y, alpha=0.2, method=method, data=data)
+    assert cal.shape == p.shape and cal.min() >= 0 and cal.max() <= 1
+    order = np.argsort(p)
+    assert np.all(np.diff(cal[order]) >= -1e-12)
+    if method == "isotonic":
+        # isotonic regression preserves the mean of the labels it was fitted on
+        fitted = np.ones(p.size, bool) if data == "PU" else y == 0
+        expected = (1000 * (data == "PU") + round(0.2 * 4000)) / fitted.sum()
+        assert cal[fitted].mean() == pytest.approx(expected)
+
+
+def test_calibrate_rejects_unknown_options():
+    p, y = np.array([0.2, 0.8]), np.array([0, 1])
+    with pytest.raises(ValueError, match="unknown calibration method"):
+        calibrate(p, y, 0.1, method="beta")
+    with pytest.raises(ValueError, match="unknown calibration data"):
+        calibrate(p, y, 0.1, data="P")
+
+
+def test_combination_formula():
+    p = np.array([[0.5, 0.2, 0.0], [0.5, 0.0, 1.0]])
+    np.testing.assert_allclose(combine_cluster_probabilities(p), [0.75, 0.2, 1.0])
+
+
+def test_combine_on_rows_aligns_by_id_and_marks_unseen_rows():
+    ids = np.array([10, 11, 12, 13])
+    parts = [(np.array([13, 10]), np.array([0.5, 0.2])), (np.array([10, 12]), np.array([0.5, 0.4]))]
+    out = combine_on_rows(ids, parts)
+    np.testing.assert_allclose(out[[0, 2, 3]], [1 - 0.8 * 0.5, 0.4, 0.5])
+    assert np.isnan(out[1])
+
+
+def test_relabel_top_flips_the_highest_unlabeled():
+    y = np.array([1, 0, 0, 0, 0, 1])
+    cal = np.array([0.9, 0.1, 0.8, 0.3, 0.7, 0.95])
+    np.testing.assert_array_equal(relabel_top(y, cal, 0.5), [1, 0, 1, 0, 1, 1])
+
+
+def test_expected_calibration_error_known_value():
+    y = np.array([0, 0, 1, 1])
+    p = np.array([0.05, 0.15, 0.85, 0.95])
+    # two bins: |0 - 0.1| and |1 - 0.9|, each half the rows
+    assert expected_calibration_error(y, p, n_bins=2) == pytest.approx(0.1)

@@ -1,0 +1,85 @@
+import logging
+
+import numpy as np
+import pytest
+
+from pulsnar_dask.clustering import (
+    cluster_labels,
+    clustering_matrix,
+    fit_mixture,
+    important_features,
+    knee_point,
+    select_n_clusters,
+)
+
+
+def test_knee_with_local_minima_takes_the_earliest_signal():
+    # local minima at indices 2 and 4; argmin 4; argmax(diff(diff)) = 3 -> 3 + 3 = 6
+    bic = np.array([10, 8, 5, 6, 4, 7, 9])
+    assert knee_point(bic) == 3
+
+
+def test_knee_with_local_minima_can_stop_at_the_curvature_term():
+    # argmin 5, first local minimum 5, argmax(diff(diff)) = 1 -> 1 + 3 = 4 wins -> c = 5
+    bic = np.array([100, 99, 60, 59, 58, 50, 52, 53])
+    assert knee_point(bic) == 5
+
+
+def test_knee_without_local_minima_keeps_the_first_candidate_when_no_angle_beats_it():
+    # second differences [-50, 45, -20, 23, -6, 7.5, 0.2]: knees at 3 (D=-20) and 5 (D=-6);
+    # by decreasing D: 5 first (angle 1.2315), then 3 (angle 0.5036 < 1.2315) -> 5
+    bic = np.array([100, 50, 45, 20, 18, 10, 9.5, 9.2])
+    assert knee_point(bic) == 5
+
+
+def test_knee_without_local_minima_walks_to_a_sharper_angle():
+    # second differences [-11, 5, -1, 1, -2, 4, -8]: knees at 3 (D=-1) and 5 (D=-2);
+    # 3 comes first (angle atan(1/7) + atan(1/6) = 0.3070), then 5 (atan(1/8) + atan(1/4)
+    # = 0.3693), which is sharper -> 5
+    bic = np.array([60.0, 49.0, 43.0, 36.0, 30.0, 22.0, 18.0, 6.0])
+    assert knee_point(bic) == 5
+
+
+def test_knee_of_a_straight_line_falls_back_to_the_sharpest_bend():
+    assert knee_point(np.array([10.0, 8.0, 6.0, 4.0, 2.0])) in range(1, 6)
+    assert knee_point(np.array([5.0, 1.0])) == 2
+
+
+def test_min_bic_selection_and_unknown_method():
+    bic = np.array([10, 8, 5, 6, 4, 7, 9])
+    assert select_n_clusters(bic, "min") == 5
+    with pytest.raises(ValueError, match="unknown cluster selection"):
+        select_n_clusters(bic, "elbow")
+
+
+def test_important_features_sorted_by_gain_and_capped():
+    gain = np.array([0.0, 5.0, 1.0, 0.0, 3.0])
+    np.testing.assert_array_equal(important_features(gain), [1, 4, 2])
+    np.testing.assert_array_equal(important_features(gain, 2), [1, 4])
+
+
+def test_clustering_matrix_scales_imputes_and_drops_constant_columns():
+    X = np.array([[1.0, 7.0, np.nan], [3.0, 7.0, 2.0], [5.0, 7.0, 4.0]])
+    Z = clustering_matrix(X, np.array([2.0, 1.0, 0.5]))
+    np.testing.assert_allclose(Z, [[2.0, 1.5], [6.0, 1.0], [10.0, 2.0]])
+
+
+def test_mixture_finds_separated_blobs_and_labels_by_size():
+    rng = np.random.default_rng(0)
+    blobs = [rng.normal(c, 0.3, size=(n, 3)) for c, n in ((0, 50), (5, 120), (10, 80))]
+    Z = np.vstack(blobs)
+    bic = [fit_mixture(Z, k, random_state=100 + k).bic for k in range(1, 7)]
+    assert select_n_clusters(np.array(bic), "min") == 3
+    labels = cluster_labels(fit_mixture(Z, 3, random_state=103), Z)
+    assert np.bincount(labels).tolist() == [120, 80, 50]
+    assert len(set(labels[50:170])) == 1
+
+
+def test_mixture_survives_repeated_values_with_a_logged_fallback(caplog):
+    # Discrete, repeated rows and more components than distinct points: full covariance
+    # is singular without regularisation; the fit must still succeed.
+    Z = np.repeat(np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]]), 20, axis=0)
+    with caplog.at_level(logging.WARNING):
+        fit = fit_mixture(Z, 5, random_state=1)
+    assert np.isfinite(fit.bic)
+    assert fit.n_components == 5

@@ -1,0 +1,82 @@
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
+from pulsnar_dask.metrics import classification_metrics
+
+
+@pytest.fixture(scope="module")
+def snar():
+    return make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
+
+
+def test_pulscar_on_easy_scar_data_and_sklearn_conventions():
+    d = make_pu_data("scar", 800, 4000, 8, 0.25, class_sep=2.0, random_state=1)
+    est = PULSCAR(random_state=0, n_jobs=2)
+    assert clone(est).get_params() == est.get_params()
+    X = pd.DataFrame(d.X, columns=[f"f{i}" for i in range(8)])
+    fitted = est.fit(X, pd.Series(d.label))
+    assert fitted is est
+    assert est.alpha_ == pytest.approx(d.true_alpha, abs=0.05)
+    assert est.n_clusters_ == 1 and est.oof_proba_.shape == (4800,)
+    assert np.isfinite(est.oof_proba_).all()
+
+
+def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):
+    est = PULSNAR(random_state=0, n_jobs=2, max_clusters=6).fit(snar.X, snar.label)
+    # three subtypes: three kept clusters (a tiny extra one may be found and skipped)
+    kept = est.clustering_.kept_clusters()
+    assert len(kept) == 3 == len(est.cluster_alphas_)
+    assert est.alpha_ == pytest.approx(est.cluster_alphas_.sum())
+    assert est.alpha_ == pytest.approx(snar.true_alpha, abs=0.06)
+    # clusters are pure subtypes
+    pos_types = snar.true_label[snar.label == 1]
+    for c in kept:
+        members = pos_types[est.clustering_.labels == c]
+        assert np.bincount(members).max() / members.size > 0.95
+    assert len(est.clustering_.bic) == 6
+
+
+def test_pulsnar_is_reproducible_and_seed_sensitive(snar):
+    a = PULSNAR(random_state=3, n_clusters=3, n_jobs=2).fit(snar.X, snar.label)
+    b = PULSNAR(random_state=3, n_clusters=3, n_jobs=2).fit(snar.X, snar.label)
+    assert a.alpha_ == b.alpha_
+    np.testing.assert_array_equal(a.oof_proba_, b.oof_proba_)
+    assert a.clustering_.bic.size == 0
+
+
+def test_calibration_and_classification_improve_on_pu_labels(snar):
+    est = PULSNAR(random_state=0, n_clusters=3, classify=True, n_jobs=2).fit(snar.X, snar.label)
+    truth = snar.true_label > 0
+    assert est.calibrated_proba_.shape == truth.shape
+    base = PULSCAR(random_state=0, n_jobs=2).fit(snar.X, snar.label).oof_proba_
+    with_pu = classification_metrics(truth, est.improved_proba_)
+    without = classification_metrics(truth, base)
+    assert with_pu["mcc"] > without["mcc"]
+    assert with_pu["average_precision"] > without["average_precision"] - 0.01
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "message"),
+    [
+        (np.ones((3, 2)), [0, 1, 2], "y must be 0"),
+        (np.ones((3, 2)), [0, 1], "has 3 rows but y has 2"),
+        (np.array([[1.0, np.inf], [0, 0], [1, 1]]), [0, 1, 0], "infinite"),
+        (np.ones(3), [0, 1, 0], "2-dimensional"),
+    ],
+)
+def test_bad_inputs(X, y, message):
+    with pytest.raises(ValueError, match=message):
+        PULSCAR().fit(X, y)
+
+
+def test_bad_options():
+    d = make_pu_data("scar", 50, 200, 3, 0.2, random_state=0)
+    with pytest.raises(ValueError, match="invalid bin_method"):
+        PULSCAR(bin_method="x").fit(d.X, d.label)
+    with pytest.raises(ValueError, match="n_folds must be at least 2"):
+        PULSCAR(n_folds=1).fit(d.X, d.label)
+    with pytest.raises(ValueError, match="bandwidth bounds"):
+        PULSCAR(bandwidth_bounds=(0.5, 0.1)).fit(d.X, d.label)

@@ -1,0 +1,51 @@
+import numpy as np
+import pytest
+
+from pulsnar_dask import make_pu_data
+from pulsnar_dask.folds import assign_folds
+
+
+def test_snar_data_has_the_papers_composition():
+    d = make_pu_data("snar", 2000, 6000, 10, 0.3, random_state=1)
+    assert d.X.shape == (8000, 10) and d.X.dtype == np.float32
+    pos, unl = d.true_label[d.label == 1], d.true_label[d.label == 0]
+    assert np.bincount(pos, minlength=6).tolist() == [0, 400, 400, 400, 400, 400]
+    counts = np.bincount(unl, minlength=6)
+    assert counts[0] == int(6000 * 0.7)
+    assert counts[1:].sum() == 1800
+    np.testing.assert_allclose(counts[1:] / 1800, 2.0 ** np.arange(5) / 31, atol=1 / 1800)
+    assert d.true_alpha == pytest.approx(0.3)
+
+
+def test_scar_data_counts_and_determinism():
+    a = make_pu_data("scar", 500, 1500, 5, 0.2, random_state=3)
+    b = make_pu_data("scar", 500, 1500, 5, 0.2, random_state=3)
+    np.testing.assert_array_equal(a.X, b.X)
+    assert (a.label == 1).sum() == 500 and (a.label == 0).sum() == 1500
+    assert (a.true_label[a.label == 1] == 1).all()
+    assert a.true_alpha == pytest.approx(0.2)
+
+
+def test_synthetic_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="unknown scenario"):
+        make_pu_data("mar", 10, 10, 2, 0.1)
+    with pytest.raises(ValueError, match="alpha must be in"):
+        make_pu_data("scar", 10, 10, 2, 1.0)
+
+
+def test_folds_are_stratified_and_independent_of_row_order():
+    rng = np.random.default_rng(0)
+    ids = rng.permutation(10_000)[:1003]
+    labels = (rng.random(1003) < 0.2).astype(int)
+    folds = assign_folds(ids, labels, 5, seed=7)
+    for value in (0, 1):
+        sizes = np.bincount(folds[labels == value], minlength=5)
+        assert sizes.max() - sizes.min() <= 1
+    perm = rng.permutation(1003)
+    np.testing.assert_array_equal(assign_folds(ids[perm], labels[perm], 5, seed=7), folds[perm])
+    assert (assign_folds(ids, labels, 5, seed=8) != folds).mean() > 0.5
+
+
+def test_folds_need_at_least_two():
+    with pytest.raises(ValueError, match="at least 2"):
+        assign_folds(np.arange(4), np.zeros(4), 1, 0)
