@@ -17,15 +17,11 @@ from scipy.spatial.distance import jensenshannon
 from scipy.special import betaln
 
 DEFAULT_FINE_BINS = 512
-# The reference searches [0.01, 0.5] (REFERENCE_BANDWIDTH_BOUNDS). On the paper's synthetic
-# protocol the histogram fit then settles on the 0.01 floor, and the alpha objective, a
-# minimum over noisy density ratios, is biased low; with the point-normalised kernel a
-# 0.05 floor halves PULSCAR's error (benchmarks/results/alpha_defaults.md).
+# The reference searches [0.01, 0.5]. On the paper's synthetic protocol the histogram fit
+# then settles on the 0.01 floor, where the alpha objective, a minimum over noisy density
+# ratios, is biased low; with the point-normalised kernel a 0.05 floor halves PULSCAR's
+# error and barely moves alpha elsewhere (benchmarks/results/alpha_defaults.md).
 BANDWIDTH_BOUNDS = (0.05, 0.5)
-# PULSNAR's per-cluster subproblems keep the reference kernel with a 0.02 floor: there,
-# other subtypes' positives sit among the negatives and extra smoothing inflates every
-# cluster's alpha (same results file).
-SUBPROBLEM_BANDWIDTH_BOUNDS = (0.02, 0.5)
 BANDWIDTH_SEARCHES = ("local", "global")
 BANDWIDTH_ERRORS = ("mse", "js")
 _CLIP = 1e-12

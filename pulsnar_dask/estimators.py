@@ -15,17 +15,19 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .alpha import AlphaEstimate
-from .density import BANDWIDTH_BOUNDS, SUBPROBLEM_BANDWIDTH_BOUNDS
+from .clustering import cluster_labels
+from .density import BANDWIDTH_BOUNDS
 from .pu import (
     Clustering,
     PUConfig,
     SubproblemResult,
     calibrate_subproblem,
-    choose_clustering,
+    choose_mixture,
     cluster_features_and_matrix,
     combine_on_rows,
     fit_mixture_size,
     improved_probabilities,
+    make_clustering,
     mixture_sizes,
     run_subproblem,
 )
@@ -59,12 +61,11 @@ _COMMON_DOC = """
     alpha_region : {"upper", "all"}, default "upper"
         Grid points (``z > 0.5`` or all) the alpha objective is minimised over.
     bandwidth_search : {"local", "global"}, default "local"
-    bandwidth_bounds : (float, float) or None
-        Bandwidth search interval; ``None`` takes the estimator's measured default
-        (PULSCAR ``(0.05, 0.5)``, PULSNAR subproblems ``(0.02, 0.5)``).
-    kernel_normalization : {"point", "grid"} or None
-        Beta-kernel normalisation; ``None`` takes the measured default (PULSCAR
-        ``"point"``, PULSNAR subproblems ``"grid"``, the reference's).
+    bandwidth_bounds : (float, float), default (0.05, 0.5)
+        Bandwidth search interval (the reference's is (0.01, 0.5)).
+    kernel_normalization : {"point", "grid"}, default "point"
+        Beta-kernel normalisation: each probability's kernel sums to 1 over the grid, or
+        the reference's single normalisation over the grid.
     xgb_params : dict or None
         XGBoost parameter overrides (defaults: ``max_depth=4, eta=0.2``, hist trees).
     n_rounds : int, default 100
@@ -115,8 +116,8 @@ class PULSCAR(BaseEstimator):
         bin_method: str = "rice",
         alpha_region: str = "upper",
         bandwidth_search: str = "local",
-        bandwidth_bounds: tuple[float, float] | None = None,
-        kernel_normalization: str | None = None,
+        bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
+        kernel_normalization: str = "point",
         xgb_params: dict | None = None,
         n_rounds: int = 100,
         n_iterations: int = 1,
@@ -141,17 +142,14 @@ class PULSCAR(BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    _default_bandwidth_bounds = BANDWIDTH_BOUNDS
-    _default_kernel_normalization = "point"
-
     def _config(self, **extra: Any) -> PUConfig:
         return PUConfig(
             n_folds=self.n_folds,
             bin_method=self.bin_method,
             alpha_region=self.alpha_region,
             bandwidth_search=self.bandwidth_search,
-            bandwidth_bounds=tuple(self.bandwidth_bounds or self._default_bandwidth_bounds),
-            kernel_normalization=self.kernel_normalization or self._default_kernel_normalization,
+            bandwidth_bounds=tuple(self.bandwidth_bounds),
+            kernel_normalization=self.kernel_normalization,
             xgb_params=dict(self.xgb_params or {}),
             n_rounds=self.n_rounds,
             n_threads=self.n_jobs,
@@ -230,17 +228,14 @@ class PULSNAR(PULSCAR):
     """
     )
 
-    _default_bandwidth_bounds = SUBPROBLEM_BANDWIDTH_BOUNDS
-    _default_kernel_normalization = "grid"
-
     def __init__(
         self,
         n_folds: int = 5,
         bin_method: str = "rice",
         alpha_region: str = "upper",
         bandwidth_search: str = "local",
-        bandwidth_bounds: tuple[float, float] | None = None,
-        kernel_normalization: str | None = None,
+        bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
+        kernel_normalization: str = "point",
         xgb_params: dict | None = None,
         n_rounds: int = 100,
         n_iterations: int = 1,
@@ -297,8 +292,9 @@ class PULSNAR(PULSCAR):
             X_arr[positives], gain, config
         )
         fits = [fit_mixture_size(Z, n, config, seed) for n in mixture_sizes(config, positives.size)]
-        self.clustering_: Clustering = choose_clustering(
-            fits, Z, gain, model_features, cluster_features, config
+        chosen, bic = choose_mixture(fits, config)
+        self.clustering_: Clustering = make_clustering(
+            chosen, bic, cluster_labels(chosen, Z), gain, model_features, cluster_features
         )
         kept = self.clustering_.kept_clusters()
         unlabeled = np.flatnonzero(y_arr == 0)

@@ -26,6 +26,44 @@ def row_hash(row_ids: np.ndarray, seed: int) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+def sorted_label_hashes(
+    row_ids: np.ndarray, labels: np.ndarray, seed: int
+) -> dict[int, np.ndarray]:
+    """Return, per label value, the sorted hashes of that label's rows.
+
+    This is all a worker needs to find any row's fold (see :func:`folds_from_hashes`), so
+    the distributed engine broadcasts it instead of the fold column.
+    """
+    hashes = row_hash(row_ids, seed)
+    labels = np.asarray(labels)
+    return {int(v): np.sort(hashes[labels == v]) for v in np.unique(labels)}
+
+
+def folds_from_hashes(
+    row_ids: np.ndarray,
+    labels: np.ndarray,
+    sorted_hashes: dict[int, np.ndarray],
+    n_folds: int,
+    seed: int,
+) -> np.ndarray:
+    """Return the folds of some rows, given every row's sorted hashes per label.
+
+    A row's fold is its rank among the hashes of its label, modulo ``n_folds``. The hash
+    is a bijection of the row id, so ranks have no ties.
+
+    Returns
+    -------
+    ndarray of int8
+    """
+    hashes = row_hash(row_ids, seed)
+    labels = np.asarray(labels)
+    folds = np.empty(hashes.size, dtype=np.int8)
+    for value, ordered in sorted_hashes.items():
+        members = labels == value
+        folds[members] = np.searchsorted(ordered, hashes[members]) % n_folds
+    return folds
+
+
 def assign_folds(row_ids: np.ndarray, labels: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """Return each row's fold in ``0..n_folds-1``, stratified by label.
 
@@ -46,12 +84,6 @@ def assign_folds(row_ids: np.ndarray, labels: np.ndarray, n_folds: int, seed: in
     """
     if n_folds < 2:
         raise ValueError(f"n_folds must be at least 2, got {n_folds}")
-    ids = np.asarray(row_ids)
-    labels = np.asarray(labels)
-    hashes = row_hash(ids, seed)
-    folds = np.empty(ids.size, dtype=np.int8)
-    for value in np.unique(labels):
-        members = np.flatnonzero(labels == value)
-        order = members[np.lexsort((ids[members], hashes[members]))]
-        folds[order] = np.arange(order.size) % n_folds
-    return folds
+    return folds_from_hashes(
+        row_ids, labels, sorted_label_hashes(row_ids, labels, seed), n_folds, seed
+    )

@@ -22,7 +22,6 @@ from .clustering import (
     CLUSTER_SELECTIONS,
     MIN_CLUSTER_SIZE,
     MixtureFit,
-    cluster_labels,
     clustering_matrix,
     fit_mixture,
     important_features,
@@ -154,6 +153,53 @@ class SubproblemResult:
         return self.estimate.alpha
 
 
+def check_subproblem(labels: np.ndarray, config: PUConfig) -> None:
+    """Refuse a subproblem with fewer positives or unlabeled rows than folds."""
+    n_pos = int(np.sum(labels == 1))
+    n_unl = int(np.size(labels)) - n_pos
+    if n_pos < config.n_folds or n_unl < config.n_folds:
+        raise ValueError(
+            f"{n_pos} positives and {n_unl} unlabeled rows: each needs at least "
+            f"n_folds={config.n_folds}"
+        )
+
+
+def estimate_subproblem(
+    row_ids: np.ndarray, labels: np.ndarray, proba: np.ndarray, config: PUConfig, seed: int
+) -> SubproblemResult:
+    """Estimate alpha from a subproblem's out-of-fold probabilities."""
+    estimate = estimate_alpha(
+        proba,
+        labels,
+        bin_method=config.bin_method,
+        region=config.alpha_region,
+        bandwidth_search=config.bandwidth_search,
+        bandwidth_error=config.bandwidth_error,
+        bandwidth_bounds=config.bandwidth_bounds,
+        kernel_normalization=config.kernel_normalization,
+        exact=config.exact_density,
+        random_state=seed,
+    )
+    return SubproblemResult(row_ids, labels, proba, estimate)
+
+
+def canonical_subproblem(
+    X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Put a subproblem's rows in canonical order (by row id), check it, and assign folds.
+
+    Returns
+    -------
+    (X, labels, row_ids, folds)
+        Sorted by row id; ``labels`` as int8, ``folds`` from :func:`assign_folds`.
+    """
+    order = np.argsort(row_ids, kind="stable")
+    labels = np.asarray(labels)[order].astype(np.int8)
+    check_subproblem(labels, config)
+    row_ids = np.asarray(row_ids)[order]
+    return X[order], labels, row_ids, assign_folds(row_ids, labels, config.n_folds, seed)
+
+
 def run_subproblem(
     X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
 ) -> SubproblemResult:
@@ -177,30 +223,10 @@ def run_subproblem(
     -------
     SubproblemResult
     """
-    order = np.argsort(row_ids, kind="stable")
-    X, labels, row_ids = X[order], np.asarray(labels)[order].astype(np.int8), row_ids[order]
-    n_pos = int(labels.sum())
-    if n_pos < config.n_folds or labels.size - n_pos < config.n_folds:
-        raise ValueError(
-            f"{n_pos} positives and {labels.size - n_pos} unlabeled rows: each needs at least "
-            f"n_folds={config.n_folds}"
-        )
-    folds = assign_folds(row_ids, labels, config.n_folds, seed)
+    X, labels, row_ids, folds = canonical_subproblem(X, labels, row_ids, config, seed)
     params = booster_params(config.xgb_params, seed, config.n_threads)
     proba = out_of_fold_probabilities(X, labels, folds, params, config.n_rounds)
-    estimate = estimate_alpha(
-        proba,
-        labels,
-        bin_method=config.bin_method,
-        region=config.alpha_region,
-        bandwidth_search=config.bandwidth_search,
-        bandwidth_error=config.bandwidth_error,
-        bandwidth_bounds=config.bandwidth_bounds,
-        kernel_normalization=config.kernel_normalization,
-        exact=config.exact_density,
-        random_state=seed,
-    )
-    return SubproblemResult(row_ids, labels, proba, estimate)
+    return estimate_subproblem(row_ids, labels, proba, config, seed)
 
 
 def mixture_random_state(n_components: int, seed: int) -> int:
@@ -268,15 +294,8 @@ def cluster_features_and_matrix(
     return model_features, cluster_features, Z
 
 
-def choose_clustering(
-    fits: list[MixtureFit],
-    Z: np.ndarray,
-    gain: np.ndarray,
-    model_features: np.ndarray,
-    cluster_features: np.ndarray,
-    config: PUConfig,
-) -> Clustering:
-    """Pick the cluster count from the fitted mixtures and label the positives.
+def choose_mixture(fits: list[MixtureFit], config: PUConfig) -> tuple[MixtureFit, np.ndarray]:
+    """Pick the mixture: the fixed-size one, or the BIC curve's choice.
 
     Parameters
     ----------
@@ -285,14 +304,24 @@ def choose_clustering(
 
     Returns
     -------
-    Clustering
+    (MixtureFit, ndarray)
+        The chosen mixture and the BIC curve (empty when the count was fixed).
     """
     if config.n_clusters is not None:
-        chosen, bic = fits[0], np.array([])
-    else:
-        bic = np.array([f.bic for f in fits])
-        chosen = fits[select_n_clusters(bic, config.cluster_selection) - 1]
-    labels = cluster_labels(chosen, Z)
+        return fits[0], np.array([])
+    bic = np.array([f.bic for f in fits])
+    return fits[select_n_clusters(bic, config.cluster_selection) - 1], bic
+
+
+def make_clustering(
+    chosen: MixtureFit,
+    bic: np.ndarray,
+    labels: np.ndarray,
+    gain: np.ndarray,
+    model_features: np.ndarray,
+    cluster_features: np.ndarray,
+) -> Clustering:
+    """Record the clustering of the positives and log the clusters that will be skipped."""
     sizes = np.bincount(labels, minlength=chosen.n_components)
     logger.info("PULSNAR: %d clusters of positives, sizes %s", chosen.n_components, sizes.tolist())
     small = [c for c in range(chosen.n_components) if sizes[c] < MIN_CLUSTER_SIZE]

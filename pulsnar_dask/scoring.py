@@ -54,17 +54,17 @@ def _fit(X: np.ndarray, y: np.ndarray, params: Mapping[str, Any], n_rounds: int)
     return xgb.train({**params, "scale_pos_weight": weight}, dtrain, num_boost_round=n_rounds)
 
 
-def out_of_fold_probabilities(
+def fold_probabilities(
     X: np.ndarray,
     labels: np.ndarray,
     folds: np.ndarray,
+    fold: int,
     params: Mapping[str, Any],
     n_rounds: int = DEFAULT_N_ROUNDS,
 ) -> np.ndarray:
-    """Return each row's class-1 probability from the model not trained on its fold.
+    """Train on every fold but ``fold`` and return the probabilities of ``fold``'s rows.
 
-    For every fold a model is trained on the other folds with
-    ``scale_pos_weight = n_negative / n_positive`` of those training rows.
+    The model uses ``scale_pos_weight = n_negative / n_positive`` of its training rows.
 
     Parameters
     ----------
@@ -74,6 +74,8 @@ def out_of_fold_probabilities(
         0/1 training labels.
     folds : ndarray of int of shape (n,)
         Fold of each row.
+    fold : int
+        The held-out fold.
     params : mapping
         XGBoost parameters (see :func:`booster_params`).
     n_rounds : int
@@ -81,15 +83,32 @@ def out_of_fold_probabilities(
 
     Returns
     -------
-    ndarray of float64 of shape (n,)
-        Out-of-fold probabilities.
+    ndarray of float64 of shape (n_fold_rows,)
+        Class-1 probabilities of the rows with ``folds == fold``, in row order.
     """
     y = np.asarray(labels, dtype=np.float32)
-    proba = np.empty(y.size, dtype=float)
+    test = folds == fold
+    booster = _fit(X[~test], y[~test], params, n_rounds)
+    return booster.predict(xgb.DMatrix(X[test])).astype(float)
+
+
+def out_of_fold_probabilities(
+    X: np.ndarray,
+    labels: np.ndarray,
+    folds: np.ndarray,
+    params: Mapping[str, Any],
+    n_rounds: int = DEFAULT_N_ROUNDS,
+) -> np.ndarray:
+    """Return each row's class-1 probability from the model not trained on its fold.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n,)
+        Out-of-fold probabilities (see :func:`fold_probabilities`).
+    """
+    proba = np.empty(len(labels), dtype=float)
     for fold in np.unique(folds):
-        test = folds == fold
-        booster = _fit(X[~test], y[~test], params, n_rounds)
-        proba[test] = booster.predict(xgb.DMatrix(X[test]))
+        proba[folds == fold] = fold_probabilities(X, labels, folds, fold, params, n_rounds)
     return proba
 
 

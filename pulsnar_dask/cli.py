@@ -1,0 +1,290 @@
+"""The ``pulsnar-dask`` command: ``synth``, ``run`` and ``demo`` (DESIGN.md section 4).
+
+User mistakes end with one line on stderr and exit status 2; ``--debug`` adds the
+traceback. SIGINT and SIGTERM stop the job, close a cluster it started, and leave no
+``summary.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import tempfile
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .binning import BIN_METHODS
+from .errors import UserError
+
+logger = logging.getLogger("pulsnar_dask")
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def _positive_int(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like every user error
+        raise UserError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="pulsnar-dask", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    synth = sub.add_parser("synth", help="write the paper's synthetic PU data as Parquet")
+    synth.add_argument("--scenario", choices=("scar", "snar"), required=True)
+    synth.add_argument("--n-pos", type=_positive_int(1), required=True)
+    synth.add_argument("--n-unlab", type=_positive_int(1), required=True)
+    synth.add_argument("--n-features", type=_positive_int(1), required=True)
+    synth.add_argument("--alpha", type=_fraction, required=True)
+    synth.add_argument("--seed", type=int, default=0)
+    synth.add_argument("--out", required=True)
+    synth.add_argument("--partitions", type=_positive_int(1), default=1)
+    synth.add_argument("--class-sep", type=float, default=0.3)
+    synth.add_argument("--n-subtypes", type=_positive_int(1), default=5)
+    synth.add_argument("--overwrite", action="store_true")
+
+    run = sub.add_parser("run", help="estimate alpha (and calibrate, classify) on a Dask cluster")
+    run.add_argument("--input", required=True, help="Parquet file or dataset, path or URL")
+    run.add_argument("--method", choices=("pulscar", "pulsnar"), required=True)
+    run.add_argument("--out", required=True, help="output directory or URL")
+    _add_run_options(run)
+
+    demo = sub.add_parser("demo", help="synthetic SNAR data + PULSNAR on a local cluster")
+    demo.add_argument("--out", default="demo_output")
+    demo.add_argument("--n-workers", type=_positive_int(1), default=None)
+    demo.add_argument("--quiet", action="store_true")
+    demo.add_argument("--debug", action="store_true")
+    for p in (synth, run):
+        p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+        p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return parser
+
+
+def _add_run_options(run: argparse.ArgumentParser) -> None:
+    run.add_argument("--label-col", default="label")
+    run.add_argument("--id-col", default="row_id")
+    run.add_argument("--true-label-col", default=None)
+    run.add_argument(
+        "--features", nargs="+", default=None, help="feature columns (default: numeric)"
+    )
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", default=None, help="address of an existing scheduler")
+    where.add_argument("--cluster-config", default=None, help="YAML from cluster_configs/")
+    run.add_argument("--n-workers", type=_positive_int(1), default=None, help="local cluster size")
+    run.add_argument("--storage-options", default=None, help="fsspec options as JSON")
+    run.add_argument("--n-clusters", type=_positive_int(1), default=None)
+    run.add_argument("--max-clusters", type=_positive_int(1), default=10)
+    run.add_argument("--bin-method", choices=BIN_METHODS, default="rice")
+    run.add_argument("--folds", type=_positive_int(2), default=5)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--iterations", type=_positive_int(1), default=1)
+    run.add_argument("--calibrate", action="store_true")
+    run.add_argument("--classify", action="store_true")
+    run.add_argument("--engine", choices=("auto", "task", "dask"), default="auto")
+    run.add_argument("--overwrite", action="store_true")
+
+
+def _synth(args: argparse.Namespace) -> None:
+    from .synthetic import make_pu_data
+
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        raise UserError(f"{out} already exists; pass --overwrite to replace it")
+    data = make_pu_data(
+        args.scenario,
+        args.n_pos,
+        args.n_unlab,
+        args.n_features,
+        args.alpha,
+        class_sep=args.class_sep,
+        n_subtypes=args.n_subtypes,
+        random_state=args.seed,
+    )
+    write_pu_parquet(data, out, args.partitions)
+    print(f"wrote {data.label.size} rows to {out} (true alpha {data.true_alpha:.4f})")
+
+
+def write_pu_parquet(data, out: Path, partitions: int) -> None:
+    """Write a :class:`PUData` as Parquet (``f0..``, label, true_label, row_id), atomically."""
+    import shutil
+
+    frame = pd.DataFrame(data.X, columns=[f"f{i}" for i in range(data.X.shape[1])])
+    frame["label"] = data.label
+    frame["true_label"] = data.true_label
+    frame["row_id"] = np.arange(len(frame), dtype=np.int64)
+    staging = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for i, chunk in enumerate(np.array_split(np.arange(len(frame)), partitions)):
+        frame.iloc[chunk].to_parquet(staging / f"part.{i}.parquet", index=False)
+    shutil.rmtree(out, ignore_errors=True)
+    staging.rename(out)
+
+
+def _run(args: argparse.Namespace) -> dict:
+    from .cluster import connect
+    from .engine import run_job
+    from .io import parse_storage_options, read_pu_parquet
+    from .outputs import RunOutput
+    from .report import build_report
+
+    storage_options = parse_storage_options(args.storage_options)
+    output = RunOutput(args.out, storage_options, overwrite=args.overwrite)
+    output.prepare()
+    from .pu import PUConfig
+
+    config = PUConfig(
+        n_folds=args.folds,
+        bin_method=args.bin_method,
+        max_clusters=args.max_clusters,
+        n_clusters=args.n_clusters,
+    )
+    with connect(args.scheduler, args.cluster_config, args.n_workers) as client:
+        logger.info("cluster: %s", client.dashboard_link or client.scheduler.address)
+        puf = read_pu_parquet(
+            args.input,
+            label_col=args.label_col,
+            id_col=args.id_col,
+            true_label_col=args.true_label_col,
+            features=args.features,
+            storage_options=storage_options,
+        )
+        try:
+            result = run_job(
+                client,
+                puf,
+                method=args.method,
+                config=config,
+                seed=args.seed,
+                iterations=args.iterations,
+                calibrate_probabilities=args.calibrate,
+                classify=args.classify,
+                engine=args.engine,
+                show_progress=not args.quiet,
+            )
+            columns = {"probability": result.probability}
+            if result.calibrated is not None:
+                columns["calibrated_probability"] = result.calibrated
+            if result.improved is not None:
+                columns["improved_probability"] = result.improved
+            table = pd.DataFrame(columns, index=pd.Index(result.row_ids, name=puf.id))
+            summary = result.summary()
+            summary["predictions"] = output.write_predictions(puf.frame, puf.id, puf.label, table)
+            page, images = build_report(result, summary)
+            for name, data in images.items():
+                output.write_bytes(name, data)
+            output.write_bytes("report.html", page.encode())
+            summary["seconds"] = round(result.seconds, 3)
+            output.write_summary(summary)
+        finally:
+            output.discard_staging()
+    return summary
+
+
+def _demo(args: argparse.Namespace) -> dict:
+    with tempfile.TemporaryDirectory(prefix="pulsnar-demo-") as tmp:
+        data_dir = Path(tmp) / "snar.parquet"
+        print("demo: writing synthetic SNAR data (P=2000, U=10000, 20 features, alpha 0.25)")
+        from .synthetic import make_pu_data
+
+        data = make_pu_data("snar", 2000, 10000, 20, 0.25, class_sep=1.0, random_state=0)
+        write_pu_parquet(data, data_dir, 4)
+        run_args = build_parser().parse_args(
+            [
+                "run",
+                "--input",
+                str(data_dir),
+                "--method",
+                "pulsnar",
+                "--out",
+                args.out,
+                "--true-label-col",
+                "true_label",
+                "--calibrate",
+                "--overwrite",
+            ]
+            + (["--n-workers", str(args.n_workers)] if args.n_workers else [])
+            + (["--quiet"] if args.quiet else [])
+        )
+        summary = _run(run_args)
+    print(f"demo: report at {Path(args.out) / 'report.html'}")
+    return summary
+
+
+def _quiet_distributed(level: int) -> None:
+    """Raise the level of Dask's own loggers (they set theirs when imported)."""
+    import distributed  # noqa: F401 - import first so its loggers exist
+
+    for name in list(logging.root.manager.loggerDict):
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(level)
+
+
+def _terminate(signum: int, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    quiet = "--quiet" in argv
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    _quiet_distributed(logging.ERROR if quiet else logging.WARNING)
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "synth":
+            _synth(args)
+            return 0
+        summary = _run(args) if args.command == "run" else _demo(args)
+    except UserError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted: stopped, no summary written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    import json
+
+    print(json.dumps(summary, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Where the job runs: a local cluster, an existing scheduler, or a cluster from a YAML config.
+
+A config file (see ``cluster_configs/``) has a ``type`` and that type's options::
+
+    type: local            # LocalCluster: n_workers, threads_per_worker, memory_limit
+    type: scheduler        # an existing scheduler: address
+    type: ssh              # distributed.SSHCluster: hosts, connect_options, worker_options
+    type: kubernetes       # dask_kubernetes KubeCluster: name, image, n_workers, resources
+    type: slurm | pbs      # dask_jobqueue SLURMCluster / PBSCluster: cores, memory, jobs, ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from distributed import Client, LocalCluster
+
+from .errors import UserError
+
+logger = logging.getLogger(__name__)
+
+CLUSTER_TYPES = ("local", "scheduler", "ssh", "kubernetes", "slurm", "pbs")
+CONNECT_TIMEOUT_S = 20
+
+
+def load_cluster_config(path: str | Path) -> dict[str, Any]:
+    """Read and check a cluster config file.
+
+    Returns
+    -------
+    dict
+        The config, with ``type`` one of :data:`CLUSTER_TYPES`.
+    """
+    try:
+        config = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise UserError(f"cluster config {path} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"cluster config {path} is not valid YAML: {exc}") from None
+    if not isinstance(config, dict) or config.get("type") not in CLUSTER_TYPES:
+        raise UserError(
+            f"cluster config {path} needs 'type' set to one of {', '.join(CLUSTER_TYPES)}"
+        )
+    return config
+
+
+def make_cluster(config: dict[str, Any]) -> Any:
+    """Turn a config into a cluster object (not yet connected to).
+
+    Returns
+    -------
+    Cluster or str
+        A cluster object, or the scheduler address for ``type: scheduler``.
+    """
+    kind = config["type"]
+    options = {k: v for k, v in config.items() if k != "type"}
+    if kind == "local":
+        options.setdefault("n_workers", os.cpu_count() or 1)
+        options.setdefault("threads_per_worker", 1)
+        options.setdefault("dashboard_address", ":0")
+        return LocalCluster(**options)
+    if kind == "scheduler":
+        if "address" not in options:
+            raise UserError("cluster config of type 'scheduler' needs an 'address'")
+        return options["address"]
+    if kind == "ssh":
+        from distributed import SSHCluster
+
+        if not options.get("hosts"):
+            raise UserError("cluster config of type 'ssh' needs 'hosts' (scheduler first)")
+        return SSHCluster(**options)
+    if kind == "kubernetes":
+        try:
+            from dask_kubernetes.operator import KubeCluster
+        except ImportError:
+            raise UserError(
+                "type 'kubernetes' needs dask-kubernetes: pip install 'pulsnar-dask[kubernetes]'"
+            ) from None
+        return KubeCluster(**options)
+    try:
+        import dask_jobqueue
+    except ImportError:
+        raise UserError(
+            f"type '{kind}' needs dask-jobqueue: pip install 'pulsnar-dask[jobqueue]'"
+        ) from None
+    jobs = options.pop("jobs", 1)
+    cluster_class = dask_jobqueue.SLURMCluster if kind == "slurm" else dask_jobqueue.PBSCluster
+    cluster = cluster_class(**options)
+    cluster.scale(jobs=jobs)
+    return cluster
+
+
+@contextlib.contextmanager
+def connect(
+    scheduler: str | None = None,
+    cluster_config: str | Path | None = None,
+    n_workers: int | None = None,
+) -> Iterator[Client]:
+    """Yield a client on the chosen cluster, closing whatever this function started.
+
+    Parameters
+    ----------
+    scheduler : str or None
+        Address of an existing scheduler (``tcp://host:8786``).
+    cluster_config : path or None
+        A YAML cluster config.
+    n_workers : int or None
+        Workers of the default local cluster (one per core when ``None``).
+
+    Yields
+    ------
+    Client
+    """
+    if scheduler and cluster_config:
+        raise UserError("give either --scheduler or --cluster-config, not both")
+    if scheduler:
+        target: Any = scheduler
+    elif cluster_config:
+        target = make_cluster(load_cluster_config(cluster_config))
+    else:
+        target = make_cluster({"type": "local", "n_workers": n_workers or os.cpu_count() or 1})
+    started = target if not isinstance(target, str) else None
+    try:
+        try:
+            client = Client(target, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as exc:
+            raise UserError(
+                f"cannot reach the Dask scheduler at {target} within {CONNECT_TIMEOUT_S} s: {exc}"
+            ) from None
+        try:
+            yield client
+        finally:
+            client.close()
+    finally:
+        if started is not None:
+            started.close()

@@ -1,0 +1,563 @@
+"""The distributed engine: PULSCAR and PULSNAR over a Dask cluster.
+
+The data stay on the workers as a persisted Dask dataframe. The client collects only the
+row ids and labels (to validate them and to align results) and, at the end, the
+probability vectors. Every independent piece of work is a future submitted at once:
+the importance model, the mixture fits of every size for the BIC curve, and every
+(cluster, iteration) PULSCAR subproblem, so the cluster runs them side by side.
+
+A subproblem that fits one worker runs as one task (its rows gathered to that worker in
+canonical order, so the model is the same whatever the cluster's shape). A larger one
+runs on ``xgboost.dask``, fold by fold, over all workers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from distributed import Client, Future, progress, wait
+
+from .alpha import AlphaEstimate
+from .benchmarking import mean_ci
+from .clustering import cluster_labels, clustering_matrix, important_features
+from .errors import UserError
+from .folds import assign_folds, folds_from_hashes, sorted_label_hashes
+from .io import PUFrame
+from .metrics import classification_metrics
+from .pu import (
+    PUConfig,
+    SubproblemResult,
+    calibrate_subproblem,
+    canonical_subproblem,
+    check_subproblem,
+    choose_mixture,
+    combine_on_rows,
+    estimate_subproblem,
+    fit_mixture_size,
+    improved_probabilities,
+    make_clustering,
+    mixture_sizes,
+)
+from .scoring import booster_params, fold_probabilities, gain_importance
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("pulscar", "pulsnar")
+ENGINES = ("auto", "task", "dask")
+# A subproblem runs as one task when its feature matrix is below this share of the
+# smallest worker's memory limit (XGBoost needs a few copies of it).
+TASK_MEMORY_SHARE = 0.15
+
+
+@dataclass
+class JobResult:
+    """Everything a run produces (vectors are aligned with ``row_ids``, ascending).
+
+    Attributes
+    ----------
+    method : str
+    alpha : float
+        Mean over iterations of the (summed) alpha.
+    alphas : list of float
+        One per iteration.
+    cluster_alphas : list of float
+        Per kept cluster, mean over iterations (``[alpha]`` for PULSCAR).
+    n_clusters : int
+    row_ids, labels : ndarray
+    probability : ndarray
+        Out-of-fold probability (PULSNAR: ``1 - prod_c (1 - p_c)``; NaN for positives of
+        skipped clusters).
+    calibrated, improved : ndarray or None
+        With calibration / classification.
+    true_labels : ndarray or None
+    estimates : list of AlphaEstimate
+        First iteration's densities and objective, per cluster.
+    bic : ndarray
+        BIC curve (empty for PULSCAR or a fixed cluster count).
+    metrics : dict or None
+        With classification and true labels: metrics with and without PULSNAR.
+    engine : str
+        ``task`` or ``dask``.
+    seconds : float
+    """
+
+    method: str
+    alpha: float
+    alphas: list[float]
+    cluster_alphas: list[float]
+    n_clusters: int
+    row_ids: np.ndarray
+    labels: np.ndarray
+    probability: np.ndarray
+    calibrated: np.ndarray | None
+    improved: np.ndarray | None
+    true_labels: np.ndarray | None
+    estimates: list[AlphaEstimate]
+    bic: np.ndarray
+    metrics: dict[str, dict[str, float]] | None
+    engine: str
+    seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The run summary (DESIGN.md section 4), JSON-serialisable."""
+        out: dict[str, Any] = {
+            "method": self.method,
+            "alpha": self.alpha,
+            "n_positive": int(np.sum(self.labels == 1)),
+            "n_unlabeled": int(np.sum(self.labels == 0)),
+            "n_clusters": self.n_clusters,
+            "cluster_alphas": self.cluster_alphas,
+            "seconds": round(self.seconds, 3),
+            "engine": self.engine,
+        }
+        if len(self.alphas) > 1:
+            _, low, high = mean_ci(np.asarray(self.alphas))
+            out["alphas"] = self.alphas
+            out["alpha_ci"] = [low, high]
+        if self.true_labels is not None:
+            out["true_alpha"] = float(np.mean(self.true_labels[self.labels == 0] > 0))
+        if self.metrics is not None:
+            out["metrics"] = self.metrics
+        return out
+
+
+# ---------------------------------------------------------------------------------------
+# Tasks (run on workers; module-level so they pickle by reference)
+
+
+def _rows(
+    parts: Sequence[pd.DataFrame],
+    features: Sequence[str],
+    label: str,
+    id_col: str,
+    positive_ids: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Concatenate partitions into (X, labels, ids), keeping the unlabeled rows and either
+    all positives or only ``positive_ids``."""
+    frame = pd.concat(parts, ignore_index=True)
+    if positive_ids is not None:
+        keep = (frame[label].to_numpy() == 0) | frame[id_col].isin(positive_ids).to_numpy()
+        frame = frame[keep]
+    X = frame[list(features)].to_numpy(dtype=np.float32)
+    return X, frame[label].to_numpy().astype(np.int8), frame[id_col].to_numpy()
+
+
+def _subproblem_data_task(parts, features, label, id_col, positive_ids, config, seed):
+    """A subproblem's rows on one worker: (X, labels, ids, folds) in canonical order."""
+    X, y, ids = _rows(parts, features, label, id_col, positive_ids)
+    return canonical_subproblem(X, y, ids, config, seed)
+
+
+def _fold_task(data, fold, config, seed):
+    X, y, _, folds = data
+    params = booster_params(config.xgb_params, seed, config.n_threads)
+    return fold_probabilities(X, y, folds, fold, params, config.n_rounds)
+
+
+def _gain_task(parts, features, label, id_col, config, seed):
+    X, y, ids = _rows(parts, features, label, id_col)
+    order = np.argsort(ids, kind="stable")
+    params = booster_params(config.xgb_params, seed, config.n_threads)
+    return gain_importance(X[order], y[order], params, config.n_rounds)
+
+
+def _clustering_task(parts, features, label, id_col, gain):
+    """Return (Z, positive ids) of the positives, in id order."""
+    frame = pd.concat(parts, ignore_index=True)
+    frame = frame[frame[label].to_numpy() == 1].sort_values(id_col)
+    X = frame[list(features)].to_numpy(dtype=float)
+    return clustering_matrix(X, gain), frame[id_col].to_numpy()
+
+
+def _first(pair):
+    return pair[0]
+
+
+def _improve_task(parts, features, label, id_col, calibrated, alpha, config, seed):
+    X, y, ids = _rows(parts, features, label, id_col)
+    order = np.argsort(ids, kind="stable")
+    return improved_probabilities(X[order], y[order], ids[order], calibrated, alpha, config, seed)
+
+
+@dataclass
+class _PendingSubproblem:
+    """A subproblem submitted as fold tasks; ``collect`` assembles it on the client."""
+
+    row_ids: np.ndarray
+    labels: np.ndarray
+    folds: np.ndarray
+    fold_futures: list[Future]
+    config: PUConfig
+    seed: int
+
+    def collect(self, fold_probas: list[np.ndarray]) -> SubproblemResult:
+        proba = np.empty(self.labels.size)
+        for fold, values in enumerate(fold_probas):
+            proba[self.folds == fold] = values
+        return estimate_subproblem(self.row_ids, self.labels, proba, self.config, self.seed)
+
+
+# ---------------------------------------------------------------------------------------
+# Distributed (xgboost.dask) subproblem
+
+
+def _keep_rows(part, label, id_col, positive_ids):
+    return part[(part[label] == 0) | part[id_col].isin(positive_ids)]
+
+
+def _add_folds(part, id_col, label, hashes, n_folds, seed):
+    folds = folds_from_hashes(
+        part[id_col].to_numpy(), part[label].to_numpy(), hashes, n_folds, seed
+    )
+    return part.assign(_fold=folds)
+
+
+def _subproblem_dask(
+    client: Client,
+    frame: dd.DataFrame,
+    puf: PUFrame,
+    features: Sequence[str],
+    row_ids: np.ndarray,
+    labels: np.ndarray,
+    positive_ids: np.ndarray | None,
+    config: PUConfig,
+    seed: int,
+) -> SubproblemResult:
+    """One PULSCAR problem on ``xgboost.dask``: each fold's model trained on all workers."""
+    import xgboost as xgb
+
+    if positive_ids is not None:
+        keep = (labels == 0) | np.isin(row_ids, positive_ids)
+        row_ids, labels = row_ids[keep], labels[keep]
+        frame = frame.map_partitions(_keep_rows, puf.label, puf.id, positive_ids, meta=frame._meta)
+    check_subproblem(labels, config)
+    hashes = sorted_label_hashes(row_ids, labels, seed)
+    meta = frame._meta.assign(_fold=np.array([], dtype=np.int8))
+    frame = frame.map_partitions(
+        _add_folds, puf.id, puf.label, hashes, config.n_folds, seed, meta=meta
+    ).persist()
+    params = booster_params(config.xgb_params, seed, config.n_threads)
+    columns = list(features)
+    proba = None
+    for fold in range(config.n_folds):
+        train = frame[frame["_fold"] != fold]
+        n_pos, n_all = dask.compute((train[puf.label] == 1).sum(), train.shape[0])
+        dtrain = xgb.dask.DaskDMatrix(client, train[columns], train[puf.label])
+        booster = xgb.dask.train(
+            client,
+            {**params, "scale_pos_weight": (n_all - n_pos) / max(n_pos, 1)},
+            dtrain,
+            num_boost_round=config.n_rounds,
+        )["booster"]
+        predicted = xgb.dask.predict(client, booster, frame[columns])
+        held_out = (frame["_fold"] == fold).to_dask_array(lengths=True)
+        proba = da.where(held_out, predicted, 0.0 if proba is None else proba)
+    ids, proba = dask.compute(frame[puf.id].to_dask_array(lengths=True), proba)
+    order = np.argsort(ids, kind="stable")
+    ids, proba = ids[order], np.asarray(proba, dtype=float)[order]
+    sub_labels = labels[np.searchsorted(row_ids, ids)]
+    return estimate_subproblem(ids, sub_labels, proba, config, seed)
+
+
+# ---------------------------------------------------------------------------------------
+# The job
+
+
+def collect_labels(puf: PUFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Bring ids, labels (and true labels) to the client, sorted by id, and check them.
+
+    Raises
+    ------
+    UserError
+        For label values other than 0/1, duplicate ids, or no positives / unlabeled rows.
+    """
+    columns = [puf.id, puf.label] + ([puf.true_label] if puf.true_label else [])
+    table = puf.frame[columns].compute()
+    if len(table) == 0:
+        raise UserError("the input has no rows")
+    label = table[puf.label]
+    bad = ~label.isin([0, 1])
+    if bad.any():
+        values = label[bad].value_counts(dropna=False)
+        shown = ", ".join(f"{v!r} ({n} rows)" for v, n in values.head(5).items())
+        raise UserError(f"label column '{puf.label}' must hold only 0 and 1; found {shown}")
+    duplicated = table[puf.id].duplicated()
+    if duplicated.any():
+        first = table[puf.id][duplicated].iloc[0]
+        raise UserError(
+            f"id column '{puf.id}' has {int(duplicated.sum())} duplicate value(s), e.g. {first!r}"
+        )
+    table = table.sort_values(puf.id)
+    labels = table[puf.label].to_numpy().astype(np.int8)
+    if not (labels == 1).any():
+        raise UserError(f"no labeled positives ({puf.label} = 1) in the input")
+    if not (labels == 0).any():
+        raise UserError(f"no unlabeled rows ({puf.label} = 0) in the input")
+    true = table[puf.true_label].to_numpy() if puf.true_label else None
+    return table[puf.id].to_numpy(), labels, true
+
+
+def _choose_engine(client: Client, n_rows: int, n_features: int, engine: str) -> str:
+    if engine != "auto":
+        return engine
+    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+    smallest = min((m for m in limits if m), default=0)
+    size = n_rows * n_features * 4
+    return "dask" if smallest and size > TASK_MEMORY_SHARE * smallest else "task"
+
+
+def _gather(client: Client, futures: list[Future], show_progress: bool) -> list[Any]:
+    if show_progress:
+        progress(futures, notebook=False)
+    else:
+        wait(futures)
+    return client.gather(futures)
+
+
+def run_job(
+    client: Client,
+    puf: PUFrame,
+    method: str = "pulsnar",
+    config: PUConfig | None = None,
+    seed: int = 0,
+    iterations: int = 1,
+    calibrate_probabilities: bool = False,
+    classify: bool = False,
+    engine: str = "auto",
+    show_progress: bool = False,
+    on_stage: Callable[[str], None] | None = None,
+) -> JobResult:
+    """Run PULSCAR or PULSNAR on a Dask dataframe.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    puf : PUFrame
+        The lazy input (see :func:`pulsnar_dask.io.read_pu_parquet`).
+    method : {"pulscar", "pulsnar"}
+    config : PUConfig or None
+        Settings; ``None`` uses the method's defaults.
+    seed : int
+        Iteration ``i`` uses seed ``seed + i`` for folds and XGBoost.
+    iterations : int
+        Repeats, submitted concurrently; ``alpha`` is their mean.
+    calibrate_probabilities : bool
+        Calibrate with the estimated alpha (Algorithm 3).
+    classify : bool
+        Retrain on recovered labels (Algorithm 4); calibrates first.
+    engine : {"auto", "task", "dask"}
+        One task per subproblem, ``xgboost.dask`` over all workers, or by size.
+    show_progress : bool
+        Progress bars on stderr for the fan-outs.
+    on_stage : callable or None
+        Called with a short description as each stage starts.
+
+    Returns
+    -------
+    JobResult
+    """
+    if method not in METHODS:
+        raise UserError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if engine not in ENGINES:
+        raise UserError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if iterations < 1:
+        raise UserError(f"--iterations must be at least 1, got {iterations}")
+    config = config or PUConfig()
+    if config.n_threads is None:
+        # Parallelism comes from concurrent tasks: one XGBoost thread per task.
+        config = config.with_(n_threads=1)
+    stage = on_stage or (lambda text: logger.info(text))
+    start = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def mark(name: str) -> None:
+        timings[name] = round(time.perf_counter() - start, 3)
+
+    stage("reading and checking the input")
+    frame = puf.frame.persist()
+    puf = replace(puf, frame=frame)
+    n_inf = int(
+        frame[puf.features]
+        .map_partitions(lambda p: pd.Series([np.isinf(p.to_numpy(dtype=float)).sum()]))
+        .sum()
+        .compute()
+    )
+    if n_inf:
+        raise UserError(f"the feature columns hold {n_inf} infinite value(s)")
+    row_ids, labels, true_labels = collect_labels(puf)
+    try:
+        check_subproblem(labels, config)
+    except ValueError as exc:
+        raise UserError(f"too few rows for {config.n_folds} folds: {exc}") from None
+    parts = client.compute(frame.to_delayed())
+    mark("input")
+    chosen_engine = _choose_engine(client, len(labels), len(puf.features), engine)
+    logger.info(
+        "%d rows (%d positive), %d features, engine %s",
+        len(labels),
+        int(labels.sum()),
+        len(puf.features),
+        chosen_engine,
+    )
+
+    def subproblem(features: Sequence[str], positive_ids: np.ndarray | None, it: int):
+        if chosen_engine == "dask":
+            return _subproblem_dask(
+                client, frame, puf, features, row_ids, labels, positive_ids, config, seed + it
+            )
+        keep = (
+            np.ones(labels.size, bool)
+            if positive_ids is None
+            else ((labels == 0) | np.isin(row_ids, positive_ids))
+        )
+        sub_ids, sub_labels = row_ids[keep], labels[keep]
+        try:
+            check_subproblem(sub_labels, config)
+        except ValueError as exc:
+            raise UserError(f"a subproblem is too small: {exc}") from None
+        data = client.submit(
+            _subproblem_data_task,
+            parts,
+            list(features),
+            puf.label,
+            puf.id,
+            positive_ids,
+            config,
+            seed + it,
+            pure=False,
+        )
+        futures = [
+            client.submit(_fold_task, data, fold, config, seed + it, pure=False)
+            for fold in range(config.n_folds)
+        ]
+        folds = assign_folds(sub_ids, sub_labels, config.n_folds, seed + it)
+        return _PendingSubproblem(sub_ids, sub_labels, folds, futures, config, seed + it)
+
+    bic = np.array([])
+    if method == "pulscar":
+        stage(f"scoring: {iterations} cross-validated XGBoost run(s)")
+        results = _results(
+            client, [subproblem(puf.features, None, it) for it in range(iterations)], show_progress
+        )
+        per_iteration = [[r] for r in results]
+        n_clusters = 1
+    else:
+        stage("PULSNAR: importance model and clustering of the positives")
+        gain = client.submit(
+            _gain_task, parts, puf.features, puf.label, puf.id, config, seed, pure=False
+        ).result()
+        model_idx = important_features(gain)
+        if model_idx.size == 0:
+            raise UserError(
+                "the importance model used no feature: positives and unlabeled look alike"
+            )
+        cluster_idx = model_idx[: config.max_cluster_features]
+        cluster_cols = [puf.features[i] for i in cluster_idx]
+        z_and_ids = client.submit(
+            _clustering_task, parts, cluster_cols, puf.label, puf.id, gain[cluster_idx]
+        )
+        Z = client.submit(_first, z_and_ids)
+        sizes = mixture_sizes(config, int(labels.sum()))
+        fits = _gather(
+            client,
+            [client.submit(fit_mixture_size, Z, n, config, seed) for n in sizes],
+            show_progress,
+        )
+        chosen, bic = choose_mixture(fits, config)
+        positive_labels = client.submit(cluster_labels, chosen, Z).result()
+        positive_ids = z_and_ids.result()[1]
+        clustering = make_clustering(chosen, bic, positive_labels, gain, model_idx, cluster_idx)
+        mark("clustering")
+        kept = clustering.kept_clusters()
+        model_cols = [puf.features[i] for i in model_idx]
+        stage(f"scoring: {len(kept)} cluster subproblem(s) x {iterations} iteration(s)")
+        pending = [
+            subproblem(model_cols, positive_ids[positive_labels == c], it)
+            for it in range(iterations)
+            for c in kept
+        ]
+        results = _results(client, pending, show_progress)
+        per_iteration = [results[i * len(kept) : (i + 1) * len(kept)] for i in range(iterations)]
+        n_clusters = clustering.n_clusters
+    mark("scoring")
+    alphas = [float(sum(r.alpha for r in it)) for it in per_iteration]
+    alpha = float(np.mean(alphas))
+    first = per_iteration[0]
+    probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
+    calibrated = improved = metrics = None
+    if calibrate_probabilities or classify:
+        stage("calibrating probabilities")
+        calibrated = combine_on_rows(
+            row_ids, [(r.row_ids, calibrate_subproblem(r, config, seed)) for r in first]
+        )
+    if classify:
+        stage("classification: retraining on recovered labels")
+        improved = client.submit(
+            _improve_task,
+            parts,
+            puf.features,
+            puf.label,
+            puf.id,
+            calibrated,
+            alpha,
+            config,
+            seed,
+            pure=False,
+        ).result()
+        if true_labels is not None:
+            baseline = (
+                probability
+                if method == "pulscar"
+                else _results(client, [subproblem(puf.features, None, 0)], False)[0].probabilities
+            )
+            metrics = {
+                "without_pu": classification_metrics(true_labels > 0, baseline),
+                "with_pu": classification_metrics(true_labels > 0, improved),
+            }
+        mark("classification")
+    return JobResult(
+        method=method,
+        alpha=alpha,
+        alphas=alphas,
+        cluster_alphas=[
+            float(np.mean([it[c].alpha for it in per_iteration])) for c in range(len(first))
+        ],
+        n_clusters=n_clusters,
+        row_ids=row_ids,
+        labels=labels,
+        probability=probability,
+        calibrated=calibrated,
+        improved=improved,
+        true_labels=true_labels,
+        estimates=[r.estimate for r in first],
+        bic=bic,
+        metrics=metrics,
+        engine=chosen_engine,
+        seconds=time.perf_counter() - start,
+        timings=timings,
+    )
+
+
+def _results(
+    client: Client, pending: list[_PendingSubproblem | SubproblemResult], show_progress: bool
+) -> list[SubproblemResult]:
+    """Wait for every submitted fold task at once, then assemble each subproblem."""
+    futures = [f for p in pending if isinstance(p, _PendingSubproblem) for f in p.fold_futures]
+    done = iter(_gather(client, futures, show_progress)) if futures else iter(())
+    out = []
+    for p in pending:
+        if isinstance(p, _PendingSubproblem):
+            out.append(p.collect([next(done) for _ in p.fold_futures]))
+        else:
+            out.append(p)
+    return out

@@ -1,0 +1,150 @@
+"""Reading PU data from Parquet (local or any fsspec URL) into a lazy Dask dataframe.
+
+The client only reads metadata and small reductions (label counts, partition lengths);
+the workers read the data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import dask.dataframe as dd
+import fsspec
+import numpy as np
+import pandas as pd
+
+from .errors import UserError
+
+logger = logging.getLogger(__name__)
+
+
+def parse_storage_options(text: str | None) -> dict[str, Any]:
+    """Parse ``--storage-options`` JSON into a dict (empty when not given)."""
+    if not text:
+        return {}
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"--storage-options is not valid JSON: {exc}") from None
+    if not isinstance(options, dict):
+        raise UserError("--storage-options must be a JSON object, e.g. '{\"anon\": true}'")
+    return options
+
+
+@dataclass(frozen=True)
+class PUFrame:
+    """A lazy PU table and the roles of its columns.
+
+    Attributes
+    ----------
+    frame : dask.dataframe.DataFrame
+        Feature, label, id (and true-label) columns only.
+    features : list of str
+    label : str
+    id : str
+    true_label : str or None
+    """
+
+    frame: dd.DataFrame
+    features: list[str]
+    label: str
+    id: str
+    true_label: str | None
+
+
+def _is_numeric(dtype: Any) -> bool:
+    return pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+
+
+def _with_row_ids(frame: dd.DataFrame, id_col: str) -> dd.DataFrame:
+    """Add ``id_col`` as the global row position (partition offset + position)."""
+    lengths = frame.map_partitions(len).compute()
+    offsets = np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64)
+
+    def add_ids(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
+        start = offsets[partition_info["number"]] if partition_info else 0
+        return part.assign(**{id_col: np.arange(start, start + len(part), dtype=np.int64)})
+
+    meta = frame._meta.assign(**{id_col: np.array([], dtype=np.int64)})
+    return frame.map_partitions(add_ids, meta=meta)
+
+
+def read_pu_parquet(
+    path: str,
+    label_col: str = "label",
+    id_col: str = "row_id",
+    true_label_col: str | None = None,
+    features: list[str] | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> PUFrame:
+    """Open a Parquet file or dataset as a :class:`PUFrame` and check its schema.
+
+    Parameters
+    ----------
+    path : str
+        Local path or fsspec URL (``s3://bucket/data/``).
+    label_col : str
+        1 = labeled positive, 0 = unlabeled.
+    id_col : str
+        Unique row id; generated from the row position when the column is absent.
+    true_label_col : str or None
+        Benchmark ground truth (0 negative, >= 1 positive); never used for estimation.
+    features : list of str or None
+        Feature columns; by default every numeric column but the three above.
+    storage_options : dict or None
+        fsspec options of the filesystem.
+
+    Returns
+    -------
+    PUFrame
+
+    Raises
+    ------
+    UserError
+        For a missing path, a non-Parquet input, an empty dataset or missing columns.
+    """
+    storage_options = storage_options or {}
+    try:
+        fs, fs_path = fsspec.core.url_to_fs(path, **storage_options)
+        exists = fs.exists(fs_path)
+    except (ImportError, ValueError) as exc:
+        raise UserError(f"cannot open {path}: {exc}") from None
+    if not exists:
+        raise UserError(f"input {path} does not exist")
+    try:
+        frame = dd.read_parquet(path, storage_options=storage_options)
+    except Exception as exc:  # pyarrow raises several types for non-Parquet input
+        raise UserError(f"input {path} is not a readable Parquet file or dataset: {exc}") from None
+    columns = list(frame.columns)
+    for role, name in (("label", label_col), ("true-label", true_label_col)):
+        if name is not None and name not in columns:
+            raise UserError(
+                f"{role} column '{name}' is not in {path} (columns: {', '.join(columns)})"
+            )
+    reserved = {label_col, id_col, true_label_col}
+    if features is None:
+        features = [c for c in columns if c not in reserved and _is_numeric(frame.dtypes[c])]
+        skipped = [c for c in columns if c not in reserved and c not in features]
+        if skipped:
+            logger.warning("skipping non-numeric column(s): %s", ", ".join(skipped))
+    else:
+        missing = [c for c in features if c not in columns]
+        if missing:
+            raise UserError(f"feature column(s) not in {path}: {', '.join(missing)}")
+        bad = [c for c in features if not _is_numeric(frame.dtypes[c])]
+        if bad:
+            raise UserError(
+                "feature column(s) are not numeric: "
+                + ", ".join(f"{c} ({frame.dtypes[c]})" for c in bad)
+            )
+    if not features:
+        raise UserError(f"{path} has no numeric feature columns")
+    keep = [*features, label_col] + ([id_col] if id_col in columns else [])
+    keep += [true_label_col] if true_label_col else []
+    frame = frame[keep]
+    if id_col not in columns:
+        frame = _with_row_ids(frame, id_col)
+    return PUFrame(frame, list(features), label_col, id_col, true_label_col)

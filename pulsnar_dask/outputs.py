@@ -1,0 +1,124 @@
+"""Writing a run's outputs to a local directory or an fsspec URL, safely.
+
+Order: predictions are written by the workers under a staging folder inside the output
+location, moved into place when complete, then the report, and ``summary.json`` last, so
+a location without ``summary.json`` is visibly an unfinished run. A rerun with
+``overwrite`` first removes the old summary for the same reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import fsspec
+import numpy as np
+import pandas as pd
+
+from .errors import UserError
+
+logger = logging.getLogger(__name__)
+
+SUMMARY = "summary.json"
+PREDICTIONS = "predictions"
+
+
+def _attach(part: pd.DataFrame, id_col: str, table: pd.DataFrame) -> pd.DataFrame:
+    """Join one partition's (id, label) rows with the result columns, by id."""
+    out = part.reset_index(drop=True)
+    values = table.reindex(out[id_col].to_numpy())
+    for column in table.columns:
+        out[column] = values[column].to_numpy()
+    return out
+
+
+class RunOutput:
+    """The output location of one run.
+
+    Parameters
+    ----------
+    url : str
+        Local directory or fsspec URL.
+    storage_options : dict or None
+        fsspec options.
+    overwrite : bool
+        Replace a finished run already at ``url``.
+    """
+
+    def __init__(self, url: str, storage_options: dict | None = None, overwrite: bool = False):
+        self.url = url.rstrip("/")
+        self.storage_options = storage_options or {}
+        self.overwrite = overwrite
+        try:
+            self.fs, self.path = fsspec.core.url_to_fs(self.url, **self.storage_options)
+        except (ImportError, ValueError) as exc:
+            raise UserError(f"cannot use output location {url}: {exc}") from None
+        self.staging = f"{self.path}/_staging-{uuid.uuid4().hex[:12]}"
+
+    def _url(self, path: str) -> str:
+        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        return path if protocol in ("file", "local") else f"{protocol}://{path}"
+
+    def prepare(self) -> None:
+        """Refuse a finished run unless overwriting; clear its summary when overwriting."""
+        summary = f"{self.path}/{SUMMARY}"
+        try:
+            finished = self.fs.exists(summary)
+        except Exception as exc:
+            raise UserError(f"cannot access output location {self.url}: {exc}") from None
+        if finished and not self.overwrite:
+            raise UserError(
+                f"{self.url} already holds a finished run ({SUMMARY}); "
+                "pass --overwrite to replace it"
+            )
+        if finished:
+            self.fs.rm(summary)
+        self.fs.makedirs(self.path, exist_ok=True)
+
+    def write_predictions(
+        self, frame: dd.DataFrame, id_col: str, label_col: str, table: pd.DataFrame
+    ) -> str:
+        """Have the workers write (id, label, result columns) as Parquet; return its URL.
+
+        Parameters
+        ----------
+        frame : dask.dataframe.DataFrame
+            The input, with ``id_col`` and ``label_col``.
+        table : pandas.DataFrame
+            Result columns indexed by row id.
+        """
+        staged = f"{self.staging}/{PREDICTIONS}"
+        meta = frame._meta[[id_col, label_col]].reset_index(drop=True)
+        for column in table.columns:
+            meta[column] = np.array([], dtype=table[column].dtype)
+        rows = frame[[id_col, label_col]].map_partitions(
+            _attach, id_col, dask.delayed(table), meta=meta
+        )
+        rows.to_parquet(self._url(staged), storage_options=self.storage_options, write_index=False)
+        final = f"{self.path}/{PREDICTIONS}"
+        if self.fs.exists(final):
+            self.fs.rm(final, recursive=True)
+        self.fs.mv(staged, final, recursive=True)
+        return self._url(final)
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """Write one file of the run (report, plot)."""
+        self.fs.pipe(f"{self.path}/{name}", data)
+
+    def write_summary(self, summary: dict[str, Any]) -> str:
+        """Write ``summary.json`` (the last file of a run) and return its text."""
+        text = json.dumps(summary, sort_keys=True)
+        self.fs.pipe(f"{self.path}/{SUMMARY}", text.encode())
+        return text
+
+    def discard_staging(self) -> None:
+        """Remove the staging folder (after success or failure)."""
+        try:
+            if self.fs.exists(self.staging):
+                self.fs.rm(self.staging, recursive=True)
+        except Exception:
+            logger.warning("could not remove %s", self.staging)

@@ -1,0 +1,133 @@
+"""Plots and the HTML report of a run (PNG via matplotlib's Agg backend)."""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .calibration import expected_calibration_error
+from .engine import JobResult
+
+MAX_PANELS = 6
+
+
+def _png(fig: plt.Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _panels(n: int, title: str) -> tuple[plt.Figure, list[plt.Axes]]:
+    n = min(n, MAX_PANELS)
+    cols = min(n, 3)
+    rows = int(np.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    fig.suptitle(title)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.axis("off")
+    return fig, flat[:n]
+
+
+def densities_plot(result: JobResult) -> bytes:
+    """Unlabeled density with alpha times the positive density under it, per subproblem."""
+    fig, axes = _panels(len(result.estimates), "Densities of out-of-fold probabilities")
+    for i, (ax, est) in enumerate(zip(axes, result.estimates, strict=False)):
+        ax.plot(est.grid, est.density_unlabeled, label="unlabeled $f_u$", color="tab:blue")
+        ax.fill_between(
+            est.grid,
+            est.alpha * est.density_positive,
+            color="tab:orange",
+            alpha=0.5,
+            label=rf"$\alpha f_p$, $\alpha$={est.alpha:.4f}",
+        )
+        ax.axvline(0.5, color="grey", lw=0.6, ls=":")
+        name = "PULSCAR" if result.method == "pulscar" else f"cluster {i + 1}"
+        ax.set_title(f"{name} (bw {est.bandwidth:.3f}, {est.n_bins} bins)", fontsize=9)
+        ax.set_xlabel("probability")
+        ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def objective_plot(result: JobResult) -> bytes:
+    """The alpha objective with the chosen alpha, per subproblem."""
+    fig, axes = _panels(len(result.estimates), r"Alpha objective $\log_{10}(|err(a)| + \epsilon)$")
+    for ax, est in zip(axes, result.estimates, strict=False):
+        ax.plot(est.candidates, est.objective, color="tab:purple", lw=0.8)
+        ax.axvline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
+        ax.set_xlim(0, min(1.0, max(0.05, 3 * est.alpha)))
+        ax.set_xlabel("candidate alpha")
+        ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def bic_plot(result: JobResult) -> bytes:
+    """BIC against the number of mixture components, with the chosen count."""
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ks = np.arange(1, result.bic.size + 1)
+    ax.plot(ks, result.bic, marker="o")
+    ax.axvline(result.n_clusters, color="tab:red", ls="--", label=f"chosen: {result.n_clusters}")
+    ax.set_xlabel("number of clusters")
+    ax.set_ylabel("BIC")
+    ax.set_title("Clustering of the labeled positives")
+    ax.legend()
+    return _png(fig)
+
+
+def calibration_plot(result: JobResult, n_bins: int = 10) -> bytes:
+    """Reliability curves of uncalibrated and calibrated probabilities against true labels."""
+    truth = (result.true_labels > 0).astype(float)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, (name, rows) in zip(
+        axes, (("P + U", np.ones(truth.size, bool)), ("U only", result.labels == 0)), strict=True
+    ):
+        ax.plot([0, 1], [0, 1], color="grey", lw=0.6)
+        for label, proba in (
+            ("uncalibrated", result.probability),
+            ("calibrated", result.calibrated),
+        ):
+            ok = rows & np.isfinite(proba)
+            p, y = proba[ok], truth[ok]
+            bins = np.minimum((p * n_bins).astype(int), n_bins - 1)
+            count = np.bincount(bins, minlength=n_bins)
+            filled = count > 0
+            mean_p = np.bincount(bins, p, n_bins)[filled] / count[filled]
+            mean_y = np.bincount(bins, y, n_bins)[filled] / count[filled]
+            ece = expected_calibration_error(y, p, n_bins)
+            ax.plot(mean_p, mean_y, marker="o", label=f"{label} (ECE {ece:.3f})")
+        ax.set_title(name)
+        ax.set_xlabel("predicted probability")
+        ax.set_ylabel("fraction positive")
+        ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def build_report(result: JobResult, summary: dict) -> tuple[str, dict[str, bytes]]:
+    """Return the HTML report and its PNG files (name -> bytes)."""
+    images = {"densities.png": densities_plot(result), "objective.png": objective_plot(result)}
+    if result.bic.size:
+        images["bic.png"] = bic_plot(result)
+    if result.true_labels is not None and result.calibrated is not None:
+        images["calibration.png"] = calibration_plot(result)
+    rows = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(json.dumps(v))}</td></tr>"
+        for k, v in summary.items()
+    )
+    figures = "".join(f'<figure><img src="{name}" alt="{name}"></figure>' for name in images)
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>pulsnar-dask: {html.escape(result.method)} run</title>"
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+        "th{text-align:left;padding-right:1em}img{max-width:100%}</style></head><body>"
+        f"<h1>{html.escape(result.method.upper())}: alpha = {result.alpha:.4f}</h1>"
+        f"<table>{rows}</table>{figures}</body></html>"
+    )
+    return page, images
