@@ -16,6 +16,7 @@ from typing import Any
 import dask
 import dask.dataframe as dd
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 import numpy as np
 import pandas as pd
 
@@ -102,7 +103,11 @@ class RunOutput:
         final = f"{self.path}/{PREDICTIONS}"
         if self.fs.exists(final):
             self.fs.rm(final, recursive=True)
-        self.fs.mv(staged, final, recursive=True)
+        if isinstance(self.fs, LocalFileSystem):
+            self.fs.mv(staged, final, recursive=True)  # one rename: atomic
+        else:  # object stores have no directories to rename: move object by object
+            for source in self.fs.find(staged):
+                self.fs.mv(source, final + source[len(staged) :])
         return self._url(final)
 
     def write_bytes(self, name: str, data: bytes) -> None:

@@ -29,7 +29,9 @@ def _panels(n: int, title: str) -> tuple[plt.Figure, list[plt.Axes]]:
     n = min(n, MAX_PANELS)
     cols = min(n, 3)
     rows = int(np.ceil(n / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False, layout="constrained"
+    )
     fig.suptitle(title)
     flat = list(axes.ravel())
     for ax in flat[n:]:
@@ -50,6 +52,8 @@ def densities_plot(result: JobResult) -> bytes:
             label=rf"$\alpha f_p$, $\alpha$={est.alpha:.4f}",
         )
         ax.axvline(0.5, color="grey", lw=0.6, ls=":")
+        ax.set_yscale("log")
+        ax.set_ylim(max(1e-5, float(est.density_unlabeled.min()) / 2), 1.0)
         name = "PULSCAR" if result.method == "pulscar" else f"cluster {i + 1}"
         ax.set_title(f"{name} (bw {est.bandwidth:.3f}, {est.n_bins} bins)", fontsize=9)
         ax.set_xlabel("probability")
