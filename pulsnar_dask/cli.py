@@ -120,16 +120,19 @@ def _synth(args: argparse.Namespace) -> None:
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise UserError(f"{out} already exists; pass --overwrite to replace it")
-    data = make_pu_data(
-        args.scenario,
-        args.n_pos,
-        args.n_unlab,
-        args.n_features,
-        args.alpha,
-        class_sep=args.class_sep,
-        n_subtypes=args.n_subtypes,
-        random_state=args.seed,
-    )
+    try:
+        data = make_pu_data(
+            args.scenario,
+            args.n_pos,
+            args.n_unlab,
+            args.n_features,
+            args.alpha,
+            class_sep=args.class_sep,
+            n_subtypes=args.n_subtypes,
+            random_state=args.seed,
+        )
+    except ValueError as exc:
+        raise UserError(f"cannot generate this data: {exc}") from None
     write_pu_parquet(data, out, args.partitions)
     print(f"wrote {data.label.size} rows to {out} (true alpha {data.true_alpha:.4f})")
 

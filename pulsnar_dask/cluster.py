@@ -56,7 +56,8 @@ def make_cluster(config: dict[str, Any]) -> Any:
     Returns
     -------
     Cluster or str
-        A cluster object, or the scheduler address for ``type: scheduler``.
+        A cluster object, or the scheduler address for ``type: scheduler``. Batch
+        clusters are not scaled yet: :func:`connect` submits their ``jobs``.
     """
     kind = config["type"]
     options = {k: v for k, v in config.items() if k != "type"}
@@ -89,11 +90,9 @@ def make_cluster(config: dict[str, Any]) -> Any:
         raise UserError(
             f"type '{kind}' needs dask-jobqueue: pip install 'pulsnar-dask[jobqueue]'"
         ) from None
-    jobs = options.pop("jobs", 1)
+    options.pop("jobs", None)  # submitted by connect(), not at construction
     cluster_class = dask_jobqueue.SLURMCluster if kind == "slurm" else dask_jobqueue.PBSCluster
-    cluster = cluster_class(**options)
-    cluster.scale(jobs=jobs)
-    return cluster
+    return cluster_class(**options)
 
 
 @contextlib.contextmanager
@@ -122,7 +121,10 @@ def connect(
     if scheduler:
         target: Any = scheduler
     elif cluster_config:
-        target = make_cluster(load_cluster_config(cluster_config))
+        config = load_cluster_config(cluster_config)
+        target = make_cluster(config)
+        if config["type"] in ("slurm", "pbs"):
+            target.scale(jobs=int(config.get("jobs", 1)))
     else:
         target = make_cluster({"type": "local", "n_workers": n_workers or os.cpu_count() or 1})
     started = target if not isinstance(target, str) else None

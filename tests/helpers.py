@@ -45,7 +45,7 @@ def run_cli(args: list[str], capsys) -> tuple[int, dict | None, str]:
     status = main([*args, "--quiet"])
     captured = capsys.readouterr()
     lines = captured.out.strip().splitlines()
-    summary = json.loads(lines[-1]) if status == 0 and lines else None
+    summary = json.loads(lines[-1]) if status == 0 and lines and lines[-1].startswith("{") else None
     return status, summary, captured.err
 
 

@@ -65,7 +65,9 @@ def test_run_reads_and_writes_s3(s3_env, tmp_path, capsys):
     keys = {o["Key"] for o in s3_env.list_objects_v2(Bucket="pu-test")["Contents"]}
     assert "runs/one/summary.json" in keys and "runs/one/report.html" in keys
     assert not any("_staging" in k for k in keys)
-    stored = json.loads(s3_env.get_object(Bucket="pu-test", Key="runs/one/summary.json")["Body"].read())
+    stored = json.loads(
+        s3_env.get_object(Bucket="pu-test", Key="runs/one/summary.json")["Body"].read()
+    )
     assert stored["alpha"] == summary["alpha"]
     assert stored["true_alpha"] == pytest.approx(true_alpha)
     assert stored["predictions"] == "s3://pu-test/runs/one/predictions"

@@ -1,0 +1,278 @@
+"""The command line: synth's schema, a local run's outputs, and one clear line per mistake."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers import run_cli, small_snar
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    path = tmp_path_factory.mktemp("in") / "snar.parquet"
+    small_snar(path, partitions=2)
+    return path
+
+
+def test_synth_writes_the_documented_schema(tmp_path, capsys):
+    out = tmp_path / "scar"
+    status = run_cli(
+        [
+            "synth",
+            "--scenario",
+            "scar",
+            "--n-pos",
+            "50",
+            "--n-unlab",
+            "200",
+            "--n-features",
+            "3",
+            "--alpha",
+            "0.2",
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+            "--partitions",
+            "3",
+        ],
+        capsys,
+    )[0]
+    assert status == 0
+    frame = pd.read_parquet(out)
+    assert list(frame.columns) == ["f0", "f1", "f2", "label", "true_label", "row_id"]
+    assert len(list(out.glob("*.parquet"))) == 3
+    assert (frame.label == 1).sum() == 50 and frame.row_id.is_unique
+    assert frame.f0.dtype == np.float32
+    status, _, err = run_cli(
+        [
+            "synth",
+            "--scenario",
+            "scar",
+            "--n-pos",
+            "5",
+            "--n-unlab",
+            "20",
+            "--n-features",
+            "2",
+            "--alpha",
+            "0.2",
+            "--out",
+            str(out),
+        ],
+        capsys,
+    )
+    assert status == 2 and "already exists" in err
+
+
+def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
+    out = tmp_path / "run"
+    status, summary, err = run_cli(
+        [
+            "run",
+            "--input",
+            str(data),
+            "--method",
+            "pulsnar",
+            "--out",
+            str(out),
+            "--n-workers",
+            "2",
+            "--true-label-col",
+            "true_label",
+            "--calibrate",
+            "--classify",
+            "--iterations",
+            "2",
+        ],
+        capsys,
+    )
+    assert status == 0, err
+    assert json.loads((out / "summary.json").read_text()) == summary
+    for key in (
+        "method",
+        "alpha",
+        "n_positive",
+        "n_unlabeled",
+        "n_clusters",
+        "cluster_alphas",
+        "seconds",
+        "alphas",
+        "alpha_ci",
+        "true_alpha",
+        "metrics",
+    ):
+        assert key in summary
+    assert summary["alpha"] == pytest.approx(np.mean(summary["alphas"]))
+    assert set(summary["metrics"]) == {"with_pu", "without_pu"}
+    predictions = pd.read_parquet(out / "predictions")
+    assert len(predictions) == summary["n_positive"] + summary["n_unlabeled"]
+    assert {
+        "row_id",
+        "label",
+        "probability",
+        "calibrated_probability",
+        "improved_probability",
+    } <= set(predictions)
+    for name in ("report.html", "densities.png", "objective.png", "bic.png", "calibration.png"):
+        assert (out / name).stat().st_size > 0
+    assert not list(out.glob("_staging*"))
+
+
+def test_module_entry_point_runs(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pulsnar_dask",
+            "synth",
+            "--scenario",
+            "snar",
+            "--n-pos",
+            "20",
+            "--n-unlab",
+            "50",
+            "--n-features",
+            "3",
+            "--alpha",
+            "0.1",
+            "--out",
+            str(tmp_path / "d"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "wrote 70 rows" in proc.stdout
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pulsnar_dask",
+            "synth",
+            "--scenario",
+            "snar",
+            "--n-pos",
+            "20",
+            "--n-unlab",
+            "50",
+            "--n-features",
+            "2",
+            "--alpha",
+            "0.1",
+            "--out",
+            str(tmp_path / "e"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "cannot generate this data" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def _bad_inputs(tmp_path):
+    frame = pd.DataFrame({"f0": np.arange(40.0), "f1": np.ones(40), "label": [1] * 10 + [0] * 30})
+    cases = {}
+
+    def put(name, df):
+        path = tmp_path / f"{name}.parquet"
+        df.to_parquet(path, index=False)
+        return str(path)
+
+    cases["missing path"] = (str(tmp_path / "nope.parquet"), [], "does not exist")
+    (tmp_path / "text.parquet").write_text("not parquet")
+    cases["not parquet"] = (str(tmp_path / "text.parquet"), [], "not a readable Parquet")
+    cases["no label column"] = (
+        put("nolabel", frame.drop(columns="label")),
+        [],
+        "label column 'label' is not in",
+    )
+    cases["label 2"] = (
+        put("two", frame.assign(label=[2] + [1] * 9 + [0] * 30)),
+        [],
+        "must hold only 0 and 1",
+    )
+    cases["label -1"] = (
+        put("neg", frame.assign(label=[-1] + [1] * 9 + [0] * 30)),
+        [],
+        "-1 (1 rows)",
+    )
+    cases["label missing"] = (
+        put("nan", frame.assign(label=[np.nan] + [1.0] * 9 + [0.0] * 30)),
+        [],
+        "nan (1 rows)",
+    )
+    cases["no positives"] = (put("nopos", frame.assign(label=0)), [], "no labeled positives")
+    cases["no unlabeled"] = (put("nounl", frame.assign(label=1)), [], "no unlabeled rows")
+    cases["too few positives"] = (
+        put("few", frame.assign(label=[1] * 3 + [0] * 37)),
+        [],
+        "at least n_folds=5",
+    )
+    cases["infinite"] = (put("inf", frame.assign(f1=[np.inf] + [1.0] * 39)), [], "1 infinite value")
+    cases["duplicate ids"] = (
+        put("dup", frame.assign(row_id=[0, 0, *range(2, 40)])),
+        [],
+        "duplicate value",
+    )
+    cases["non-numeric feature"] = (
+        put("text_feat", frame.assign(name=["x"] * 40)),
+        ["--features", "f0", "name"],
+        "not numeric: name",
+    )
+    cases["folds 1"] = (put("ok", frame), ["--folds", "1"], "must be at least 2")
+    cases["bin method"] = (
+        put("ok2", frame),
+        ["--bin-method", "median"],
+        "invalid choice: 'median'",
+    )
+    cases["storage options"] = (put("ok3", frame), ["--storage-options", "{oops"], "not valid JSON")
+    return cases
+
+
+def test_every_bad_input_gets_one_clear_line(tmp_path, capsys):
+    for name, (path, extra, message) in _bad_inputs(tmp_path).items():
+        out = tmp_path / f"out-{name.replace(' ', '_')}"
+        status, _, err = run_cli(
+            [
+                "run",
+                "--input",
+                path,
+                "--method",
+                "pulscar",
+                "--out",
+                str(out),
+                "--n-workers",
+                "1",
+                *extra,
+            ],
+            capsys,
+        )
+        assert status == 2, (name, err)
+        assert message in err, (name, err)
+        assert "Traceback" not in err, name
+        assert not (out / "summary.json").exists(), name
+
+
+def test_finished_run_is_not_overwritten_without_the_flag(data, tmp_path, capsys):
+    out = tmp_path / "twice"
+    args = [
+        "run",
+        "--input",
+        str(data),
+        "--method",
+        "pulscar",
+        "--out",
+        str(out),
+        "--n-workers",
+        "1",
+    ]
+    assert run_cli(args, capsys)[0] == 0
+    status, _, err = run_cli(args, capsys)
+    assert status == 2 and "already holds a finished run" in err
+    assert run_cli([*args, "--overwrite"], capsys)[0] == 0
