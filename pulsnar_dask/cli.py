@@ -8,6 +8,7 @@ traceback. SIGINT and SIGTERM stop the job, close a cluster it started, and leav
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import signal
 import sys
@@ -112,6 +113,11 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--classify", action="store_true")
     run.add_argument("--engine", choices=("auto", "task", "dask"), default="auto")
     run.add_argument("--overwrite", action="store_true")
+    run.add_argument(
+        "--performance-report",
+        default=None,
+        help="save Dask's performance report (task stream, profiles) as this HTML file",
+    )
 
 
 def _synth(args: argparse.Namespace) -> None:
@@ -155,6 +161,8 @@ def write_pu_parquet(data, out: Path, partitions: int) -> None:
 
 
 def _run(args: argparse.Namespace) -> dict:
+    from distributed import performance_report
+
     from .cluster import connect
     from .engine import run_job
     from .io import parse_storage_options, read_pu_parquet
@@ -182,19 +190,25 @@ def _run(args: argparse.Namespace) -> dict:
             features=args.features,
             storage_options=storage_options,
         )
+        report_context = (
+            performance_report(filename=args.performance_report)
+            if args.performance_report
+            else contextlib.nullcontext()
+        )
         try:
-            result = run_job(
-                client,
-                puf,
-                method=args.method,
-                config=config,
-                seed=args.seed,
-                iterations=args.iterations,
-                calibrate_probabilities=args.calibrate,
-                classify=args.classify,
-                engine=args.engine,
-                show_progress=not args.quiet,
-            )
+            with report_context:
+                result = run_job(
+                    client,
+                    puf,
+                    method=args.method,
+                    config=config,
+                    seed=args.seed,
+                    iterations=args.iterations,
+                    calibrate_probabilities=args.calibrate,
+                    classify=args.classify,
+                    engine=args.engine,
+                    show_progress=not args.quiet,
+                )
             columns = {"probability": result.probability}
             if result.calibrated is not None:
                 columns["calibrated_probability"] = result.calibrated

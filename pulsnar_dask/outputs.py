@@ -16,9 +16,9 @@ from typing import Any
 import dask
 import dask.dataframe as dd
 import fsspec
-from fsspec.implementations.local import LocalFileSystem
 import numpy as np
 import pandas as pd
+from fsspec.implementations.local import LocalFileSystem
 
 from .errors import UserError
 
