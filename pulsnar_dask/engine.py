@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import dask
-import dask.array as da
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -234,7 +233,7 @@ def _subproblem_dask(
     seed: int,
 ) -> SubproblemResult:
     """One PULSCAR problem on ``xgboost.dask``: each fold's model trained on all workers."""
-    import xgboost as xgb
+    import xgboost.dask as dxgb
 
     if positive_ids is not None:
         keep = (labels == 0) | np.isin(row_ids, positive_ids)
@@ -248,23 +247,26 @@ def _subproblem_dask(
     ).persist()
     params = booster_params(config.xgb_params, seed, config.n_threads)
     columns = list(features)
-    proba = None
+    id_parts, proba_parts = [], []
     for fold in range(config.n_folds):
         train = frame[frame["_fold"] != fold]
+        held_out = frame[frame["_fold"] == fold]
         n_pos, n_all = dask.compute((train[puf.label] == 1).sum(), train.shape[0])
-        dtrain = xgb.dask.DaskDMatrix(client, train[columns], train[puf.label])
-        booster = xgb.dask.train(
+        dtrain = dxgb.DaskDMatrix(client, train[columns], train[puf.label])
+        booster = dxgb.train(
             client,
             {**params, "scale_pos_weight": (n_all - n_pos) / max(n_pos, 1)},
             dtrain,
             num_boost_round=config.n_rounds,
         )["booster"]
-        predicted = xgb.dask.predict(client, booster, frame[columns])
-        held_out = (frame["_fold"] == fold).to_dask_array(lengths=True)
-        proba = da.where(held_out, predicted, 0.0 if proba is None else proba)
-    ids, proba = dask.compute(frame[puf.id].to_dask_array(lengths=True), proba)
+        # Both follow held_out's partition order, so they line up row for row.
+        id_parts.append(held_out[puf.id].compute().to_numpy())
+        proba_parts.append(
+            np.asarray(dxgb.predict(client, booster, held_out[columns]).compute(), dtype=float)
+        )
+    ids, proba = np.concatenate(id_parts), np.concatenate(proba_parts)
     order = np.argsort(ids, kind="stable")
-    ids, proba = ids[order], np.asarray(proba, dtype=float)[order]
+    ids, proba = ids[order], proba[order]
     sub_labels = labels[np.searchsorted(row_ids, ids)]
     return estimate_subproblem(ids, sub_labels, proba, config, seed)
 
