@@ -12,62 +12,12 @@ its peak RSS is the client's alone. The largest run also saves Dask's performanc
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 from common import RESULTS, synthetic_parquet, timed_run
 
-BIN = Path(sys.executable).parent
-
-
-def start_cluster(workdir: Path, n_workers: int = 2, memory_limit: str = "10GiB"):
-    scheduler_file = workdir / "scheduler.json"
-    scheduler_file.unlink(missing_ok=True)
-    procs = [
-        subprocess.Popen(
-            [
-                str(BIN / "dask"),
-                "scheduler",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--no-dashboard",
-                "--scheduler-file",
-                str(scheduler_file),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    ]
-    while not scheduler_file.exists():
-        time.sleep(0.2)
-    address = json.loads(scheduler_file.read_text())["address"]
-    for _ in range(n_workers):
-        procs.append(
-            subprocess.Popen(
-                [
-                    str(BIN / "dask"),
-                    "worker",
-                    address,
-                    "--nthreads",
-                    "1",
-                    "--no-dashboard",
-                    "--memory-limit",
-                    memory_limit,
-                    "--host",
-                    "127.0.0.1",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-    time.sleep(5)
-    return address, procs
+from pulsnar_dask.cluster import ProcessCluster
 
 
 def main() -> None:
@@ -77,9 +27,9 @@ def main() -> None:
     parser.add_argument("--method", default="pulsnar")
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
-    address, procs = start_cluster(args.data)
     rows = []
-    try:
+    with ProcessCluster(args.data, n_workers=2, memory_limit="10GiB") as cluster:
+        address = cluster.address
         for n_unlab in args.sizes:
             path = args.data / f"snar_{n_unlab}"
             partitions = max(2, n_unlab // 50_000)
@@ -117,9 +67,6 @@ def main() -> None:
                 }
             )
             print(rows[-1], flush=True)
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
     table = pd.DataFrame(rows)
     RESULTS.mkdir(parents=True, exist_ok=True)
     table.to_csv(RESULTS / "scale.csv", index=False)

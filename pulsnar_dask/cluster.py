@@ -12,8 +12,12 @@ A config file (see ``cluster_configs/``) has a ``type`` and that type's options:
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -142,3 +146,86 @@ def connect(
     finally:
         if started is not None:
             started.close()
+
+
+class ProcessCluster:
+    """A scheduler and worker processes on loopback, started with the ``dask`` command.
+
+    The way a user's separately started cluster looks to the job (used by the tests and
+    the scale benchmark). Close it with :meth:`close` or use it as a context manager.
+
+    Parameters
+    ----------
+    workdir : path
+        Where the scheduler file goes.
+    n_workers : int
+        Single-threaded worker processes to start.
+    memory_limit : str
+        Memory limit of each worker.
+    """
+
+    def __init__(self, workdir: str | Path, n_workers: int = 2, memory_limit: str = "auto"):
+        self._dask = str(Path(sys.executable).parent / "dask")
+        scheduler_file = Path(workdir) / "scheduler.json"
+        scheduler_file.unlink(missing_ok=True)
+        self.procs: list[subprocess.Popen] = []
+        self.memory_limit = memory_limit
+        self._spawn(
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            str(scheduler_file),
+        )
+        deadline = time.time() + 60
+        while not scheduler_file.exists():
+            if time.time() > deadline:
+                self.close()
+                raise RuntimeError("the Dask scheduler did not start within 60 s")
+            time.sleep(0.2)
+        self.address: str = json.loads(scheduler_file.read_text())["address"]
+        self.workers = [self.add_worker() for _ in range(n_workers)]
+        with Client(self.address, timeout=CONNECT_TIMEOUT_S) as client:
+            client.wait_for_workers(n_workers, timeout=60)
+
+    def _spawn(self, *args: str) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            [self._dask, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        self.procs.append(proc)
+        return proc
+
+    def add_worker(self) -> subprocess.Popen:
+        """Start one more single-threaded worker process (without a nanny)."""
+        return self._spawn(
+            "worker",
+            self.address,
+            "--nthreads",
+            "1",
+            "--no-dashboard",
+            "--host",
+            "127.0.0.1",
+            "--no-nanny",
+            "--memory-limit",
+            self.memory_limit,
+        )
+
+    def close(self) -> None:
+        """Stop every process this cluster started."""
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    def __enter__(self) -> ProcessCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

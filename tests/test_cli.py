@@ -122,55 +122,19 @@ def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
     assert not list(out.glob("_staging*"))
 
 
+def _module_synth(out, n_features):
+    return subprocess.run(
+        [sys.executable, "-m", "pulsnar_dask", "synth", "--scenario", "snar", "--n-pos", "20",
+         "--n-unlab", "50", "--n-features", str(n_features), "--alpha", "0.1", "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
 def test_module_entry_point_runs(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pulsnar_dask",
-            "synth",
-            "--scenario",
-            "snar",
-            "--n-pos",
-            "20",
-            "--n-unlab",
-            "50",
-            "--n-features",
-            "3",
-            "--alpha",
-            "0.1",
-            "--out",
-            str(tmp_path / "d"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _module_synth(tmp_path / "d", n_features=3)
     assert proc.returncode == 0, proc.stderr
     assert "wrote 70 rows" in proc.stdout
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pulsnar_dask",
-            "synth",
-            "--scenario",
-            "snar",
-            "--n-pos",
-            "20",
-            "--n-unlab",
-            "50",
-            "--n-features",
-            "2",
-            "--alpha",
-            "0.1",
-            "--out",
-            str(tmp_path / "e"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _module_synth(tmp_path / "e", n_features=2)  # 6 classes need 3 informative features
     assert proc.returncode == 2 and "cannot generate this data" in proc.stderr
     assert "Traceback" not in proc.stderr
 

@@ -1,16 +1,17 @@
 """The CLI against a real multi-process Dask cluster on loopback."""
 
 import pytest
-from helpers import DaskCluster, run_cli, small_snar
+from helpers import run_cli, small_snar
+
+from pulsnar_dask.cluster import ProcessCluster
 
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = DaskCluster(tmp_path_factory.mktemp("cluster"), n_workers=2)
-    yield c
-    c.close()
+    with ProcessCluster(tmp_path_factory.mktemp("cluster"), n_workers=2) as c:
+        yield c
 
 
 @pytest.fixture(scope="module")
