@@ -112,6 +112,12 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--calibrate", action="store_true")
     run.add_argument("--classify", action="store_true")
     run.add_argument("--engine", choices=("auto", "task", "dask"), default="auto")
+    run.add_argument(
+        "--max-unlabeled-ratio",
+        type=float,
+        default=None,
+        help="train on at most this many unlabeled rows per positive (all rows are scored)",
+    )
     run.add_argument("--overwrite", action="store_true")
     run.add_argument(
         "--performance-report",
@@ -179,6 +185,7 @@ def _run(args: argparse.Namespace) -> dict:
         bin_method=args.bin_method,
         max_clusters=args.max_clusters,
         n_clusters=args.n_clusters,
+        max_unlabeled_ratio=args.max_unlabeled_ratio,
     )
     with connect(args.scheduler, args.cluster_config, args.n_workers) as client:
         logger.info("cluster: %s", client.dashboard_link or client.scheduler.address)

@@ -29,7 +29,12 @@ from .alpha import AlphaEstimate
 from .benchmarking import mean_ci
 from .clustering import cluster_labels, clustering_matrix, important_features
 from .errors import UserError
-from .folds import assign_folds, folds_from_hashes, sorted_label_hashes
+from .folds import (
+    assign_folds,
+    folds_from_hashes,
+    sorted_label_hashes,
+    subsample_threshold,
+)
 from .io import PUFrame
 from .metrics import classification_metrics
 from .pu import (
@@ -152,15 +157,15 @@ def _rows(
 
 
 def _subproblem_data_task(parts, features, label, id_col, positive_ids, config, seed):
-    """A subproblem's rows on one worker: (X, labels, ids, folds) in canonical order."""
+    """A subproblem's rows on one worker, in canonical order (see canonical_subproblem)."""
     X, y, ids = _rows(parts, features, label, id_col, positive_ids)
     return canonical_subproblem(X, y, ids, config, seed)
 
 
 def _fold_task(data, fold, config, seed):
-    X, y, _, folds = data
+    X, y, _, folds, trainable = data
     params = booster_params(config.xgb_params, seed, config.n_threads)
-    return fold_probabilities(X, y, folds, fold, params, config.n_rounds)
+    return fold_probabilities(X, y, folds, fold, params, config.n_rounds, trainable)
 
 
 def _gain_task(parts, features, label, id_col, config, seed):
@@ -241,15 +246,16 @@ def _subproblem_dask(
         frame = frame.map_partitions(_keep_rows, puf.label, puf.id, positive_ids, meta=frame._meta)
     check_subproblem(labels, config)
     hashes = sorted_label_hashes(row_ids, labels, seed)
-    meta = frame._meta.assign(_fold=np.array([], dtype=np.int8))
+    threshold = subsample_threshold(row_ids, labels, config.max_unlabeled_ratio, seed)
+    meta = frame._meta.assign(_fold=np.array([], dtype=np.int8), _train=np.array([], dtype=bool))
     frame = frame.map_partitions(
-        _add_folds, puf.id, puf.label, hashes, config.n_folds, seed, meta=meta
+        _add_folds, puf.id, puf.label, hashes, config.n_folds, seed, threshold, meta=meta
     ).persist()
     params = booster_params(config.xgb_params, seed, config.n_threads)
     columns = list(features)
     id_parts, proba_parts = [], []
     for fold in range(config.n_folds):
-        train = frame[frame["_fold"] != fold]
+        train = frame[(frame["_fold"] != fold) & frame["_train"]]
         held_out = frame[frame["_fold"] == fold]
         n_pos, n_all = dask.compute((train[puf.label] == 1).sum(), train.shape[0])
         dtrain = dxgb.DaskDMatrix(client, train[columns], train[puf.label])

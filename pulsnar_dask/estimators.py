@@ -70,6 +70,9 @@ _COMMON_DOC = """
         XGBoost parameter overrides (defaults: ``max_depth=4, eta=0.2``, hist trees).
     n_rounds : int, default 100
         Boosting rounds.
+    max_unlabeled_ratio : float or None, default None
+        Train each fold's model on all positives and at most this many unlabeled rows per
+        positive (every row is still scored): much faster on very imbalanced data.
     n_iterations : int, default 1
         Repeats with seeds ``random_state + i``; ``alpha_`` is their mean.
     calibration : {None, "isotonic", "sigmoid"}, default None
@@ -120,6 +123,7 @@ class PULSCAR(BaseEstimator):
         kernel_normalization: str = "point",
         xgb_params: dict | None = None,
         n_rounds: int = 100,
+        max_unlabeled_ratio: float | None = None,
         n_iterations: int = 1,
         calibration: str | None = None,
         calibration_data: str = "PU",
@@ -135,6 +139,7 @@ class PULSCAR(BaseEstimator):
         self.kernel_normalization = kernel_normalization
         self.xgb_params = xgb_params
         self.n_rounds = n_rounds
+        self.max_unlabeled_ratio = max_unlabeled_ratio
         self.n_iterations = n_iterations
         self.calibration = calibration
         self.calibration_data = calibration_data
@@ -152,6 +157,7 @@ class PULSCAR(BaseEstimator):
             kernel_normalization=self.kernel_normalization,
             xgb_params=dict(self.xgb_params or {}),
             n_rounds=self.n_rounds,
+            max_unlabeled_ratio=self.max_unlabeled_ratio,
             n_threads=self.n_jobs,
             calibration_method=self.calibration or "isotonic",
             calibration_data=self.calibration_data,
@@ -238,6 +244,7 @@ class PULSNAR(PULSCAR):
         kernel_normalization: str = "point",
         xgb_params: dict | None = None,
         n_rounds: int = 100,
+        max_unlabeled_ratio: float | None = None,
         n_iterations: int = 1,
         calibration: str | None = None,
         calibration_data: str = "PU",
@@ -259,6 +266,7 @@ class PULSNAR(PULSCAR):
             kernel_normalization=kernel_normalization,
             xgb_params=xgb_params,
             n_rounds=n_rounds,
+            max_unlabeled_ratio=max_unlabeled_ratio,
             n_iterations=n_iterations,
             calibration=calibration,
             calibration_data=calibration_data,

@@ -87,3 +87,51 @@ def assign_folds(row_ids: np.ndarray, labels: np.ndarray, n_folds: int, seed: in
     return folds_from_hashes(
         row_ids, labels, sorted_label_hashes(row_ids, labels, seed), n_folds, seed
     )
+
+
+_SUBSAMPLE_SALT = 0x5EED
+
+
+def subsample_threshold(
+    row_ids: np.ndarray, labels: np.ndarray, max_ratio: float | None, seed: int
+) -> np.uint64 | None:
+    """Return the hash cut-off that keeps ``max_ratio`` unlabeled rows per positive.
+
+    Returns
+    -------
+    numpy.uint64 or None
+        Unlabeled rows whose subsample hash is at most this are kept; ``None``: keep all.
+    """
+    labels = np.asarray(labels)
+    n_pos = int(np.sum(labels == 1))
+    n_keep = int(max_ratio * n_pos) if max_ratio is not None else labels.size
+    if n_keep >= labels.size - n_pos:
+        return None
+    hashes = row_hash(np.asarray(row_ids)[labels == 0], seed + _SUBSAMPLE_SALT)
+    return np.partition(hashes, n_keep - 1)[n_keep - 1] if n_keep else np.uint64(0)
+
+
+def trainable_rows(
+    row_ids: np.ndarray, labels: np.ndarray, threshold: np.uint64, seed: int
+) -> np.ndarray:
+    """Return which rows may train a model: positives, and unlabeled rows under the cut-off."""
+    hashes = row_hash(row_ids, seed + _SUBSAMPLE_SALT)
+    return (np.asarray(labels) == 1) | (hashes <= threshold)
+
+
+def unlabeled_subsample(
+    row_ids: np.ndarray, labels: np.ndarray, max_ratio: float | None, seed: int
+) -> np.ndarray | None:
+    """Choose the rows a classifier may train on: every positive, and at most
+    ``max_ratio`` unlabeled rows per positive.
+
+    The unlabeled rows kept are those with the smallest hashes (a different stream from the
+    folds'), so the choice does not depend on row order or partitioning.
+
+    Returns
+    -------
+    ndarray of bool or None
+        Rows allowed in training; ``None`` when every row is (no cap, or under it).
+    """
+    threshold = subsample_threshold(row_ids, labels, max_ratio, seed)
+    return None if threshold is None else trainable_rows(row_ids, labels, threshold, seed)

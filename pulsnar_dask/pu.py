@@ -33,7 +33,7 @@ from .density import (
     BANDWIDTH_SEARCHES,
     KERNEL_NORMALIZATIONS,
 )
-from .folds import assign_folds
+from .folds import assign_folds, unlabeled_subsample
 from .scoring import DEFAULT_N_ROUNDS, booster_params, out_of_fold_probabilities
 
 logger = logging.getLogger(__name__)
@@ -63,6 +63,9 @@ class PUConfig:
         XGBoost parameter overrides.
     n_rounds : int
         Boosting rounds.
+    max_unlabeled_ratio : float or None
+        Train each fold's model on every positive and at most this many unlabeled rows
+        per positive (all rows are still scored); ``None`` trains on all rows.
     n_threads : int or None
         XGBoost threads per model.
     max_clusters : int
@@ -88,6 +91,7 @@ class PUConfig:
     exact_density: bool = False
     xgb_params: Mapping[str, Any] = field(default_factory=dict)
     n_rounds: int = DEFAULT_N_ROUNDS
+    max_unlabeled_ratio: float | None = None
     n_threads: int | None = None
     max_clusters: int = 10
     n_clusters: int | None = None
@@ -190,14 +194,21 @@ def canonical_subproblem(
 
     Returns
     -------
-    (X, labels, row_ids, folds)
-        Sorted by row id; ``labels`` as int8, ``folds`` from :func:`assign_folds`.
+    (X, labels, row_ids, folds, trainable)
+        Sorted by row id; ``labels`` as int8, ``folds`` from :func:`assign_folds`,
+        ``trainable`` from :func:`unlabeled_subsample` (``None``: every row).
     """
     order = np.argsort(row_ids, kind="stable")
     labels = np.asarray(labels)[order].astype(np.int8)
     check_subproblem(labels, config)
     row_ids = np.asarray(row_ids)[order]
-    return X[order], labels, row_ids, assign_folds(row_ids, labels, config.n_folds, seed)
+    return (
+        X[order],
+        labels,
+        row_ids,
+        assign_folds(row_ids, labels, config.n_folds, seed),
+        unlabeled_subsample(row_ids, labels, config.max_unlabeled_ratio, seed),
+    )
 
 
 def run_subproblem(
@@ -223,9 +234,9 @@ def run_subproblem(
     -------
     SubproblemResult
     """
-    X, labels, row_ids, folds = canonical_subproblem(X, labels, row_ids, config, seed)
+    X, labels, row_ids, folds, trainable = canonical_subproblem(X, labels, row_ids, config, seed)
     params = booster_params(config.xgb_params, seed, config.n_threads)
-    proba = out_of_fold_probabilities(X, labels, folds, params, config.n_rounds)
+    proba = out_of_fold_probabilities(X, labels, folds, params, config.n_rounds, trainable)
     return estimate_subproblem(row_ids, labels, proba, config, seed)
 
 

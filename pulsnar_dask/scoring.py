@@ -61,6 +61,7 @@ def fold_probabilities(
     fold: int,
     params: Mapping[str, Any],
     n_rounds: int = DEFAULT_N_ROUNDS,
+    trainable: np.ndarray | None = None,
 ) -> np.ndarray:
     """Train on every fold but ``fold`` and return the probabilities of ``fold``'s rows.
 
@@ -80,6 +81,9 @@ def fold_probabilities(
         XGBoost parameters (see :func:`booster_params`).
     n_rounds : int
         Boosting rounds.
+    trainable : ndarray of bool or None
+        Rows allowed in training (see :func:`pulsnar_dask.folds.unlabeled_subsample`);
+        every row is scored either way.
 
     Returns
     -------
@@ -88,7 +92,8 @@ def fold_probabilities(
     """
     y = np.asarray(labels, dtype=np.float32)
     test = folds == fold
-    booster = _fit(X[~test], y[~test], params, n_rounds)
+    train = ~test if trainable is None else ~test & trainable
+    booster = _fit(X[train], y[train], params, n_rounds)
     return booster.predict(xgb.DMatrix(X[test])).astype(float)
 
 
@@ -98,6 +103,7 @@ def out_of_fold_probabilities(
     folds: np.ndarray,
     params: Mapping[str, Any],
     n_rounds: int = DEFAULT_N_ROUNDS,
+    trainable: np.ndarray | None = None,
 ) -> np.ndarray:
     """Return each row's class-1 probability from the model not trained on its fold.
 
@@ -108,7 +114,9 @@ def out_of_fold_probabilities(
     """
     proba = np.empty(len(labels), dtype=float)
     for fold in np.unique(folds):
-        proba[folds == fold] = fold_probabilities(X, labels, folds, fold, params, n_rounds)
+        proba[folds == fold] = fold_probabilities(
+            X, labels, folds, fold, params, n_rounds, trainable
+        )
     return proba
 
 

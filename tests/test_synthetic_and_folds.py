@@ -49,3 +49,18 @@ def test_folds_are_stratified_and_independent_of_row_order():
 def test_folds_need_at_least_two():
     with pytest.raises(ValueError, match="at least 2"):
         assign_folds(np.arange(4), np.zeros(4), 1, 0)
+
+
+def test_unlabeled_subsample_keeps_positives_and_the_ratio():
+    from pulsnar_dask.folds import unlabeled_subsample
+
+    rng = np.random.default_rng(1)
+    ids = rng.permutation(100_000)[:5000]
+    labels = (np.arange(5000) < 100).astype(int)
+    keep = unlabeled_subsample(ids, labels, 10, seed=3)
+    assert keep[labels == 1].all()
+    assert keep[labels == 0].sum() == 1000
+    perm = rng.permutation(5000)
+    np.testing.assert_array_equal(unlabeled_subsample(ids[perm], labels[perm], 10, 3), keep[perm])
+    assert unlabeled_subsample(ids, labels, None, 3) is None
+    assert unlabeled_subsample(ids, labels, 100, 3) is None  # 4900 unlabeled < 100 x 100
