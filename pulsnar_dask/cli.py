@@ -105,6 +105,7 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--storage-options", default=None, help="fsspec options as JSON")
     run.add_argument("--n-clusters", type=_positive_int(1), default=None)
     run.add_argument("--max-clusters", type=_positive_int(1), default=10)
+    run.add_argument("--cluster-selection", choices=("min", "knee"), default="min")
     run.add_argument("--bin-method", choices=BIN_METHODS, default="rice")
     run.add_argument("--folds", type=_positive_int(2), default=5)
     run.add_argument("--seed", type=int, default=0)
@@ -185,6 +186,7 @@ def _run(args: argparse.Namespace) -> dict:
         bin_method=args.bin_method,
         max_clusters=args.max_clusters,
         n_clusters=args.n_clusters,
+        cluster_selection=args.cluster_selection,
         max_unlabeled_ratio=args.max_unlabeled_ratio,
     )
     with connect(args.scheduler, args.cluster_config, args.n_workers) as client:

@@ -219,11 +219,16 @@ def _keep_rows(part, label, id_col, positive_ids):
     return part[(part[label] == 0) | part[id_col].isin(positive_ids)]
 
 
-def _add_folds(part, id_col, label, hashes, n_folds, seed):
-    folds = folds_from_hashes(
-        part[id_col].to_numpy(), part[label].to_numpy(), hashes, n_folds, seed
+def _add_folds(part, id_col, label, hashes, n_folds, seed, threshold):
+    """Add each row's fold and whether it may train (the unlabeled subsample)."""
+    ids, labels = part[id_col].to_numpy(), part[label].to_numpy()
+    folds = folds_from_hashes(ids, labels, hashes, n_folds, seed)
+    train = (
+        np.ones(len(part), dtype=bool)
+        if threshold is None
+        else trainable_rows(ids, labels, threshold, seed)
     )
-    return part.assign(_fold=folds)
+    return part.assign(_fold=folds, _train=train)
 
 
 def _subproblem_dask(

@@ -72,7 +72,8 @@ class PUConfig:
         Largest mixture size tried for the cluster count.
     n_clusters : int or None
         Fixed number of clusters (skips the BIC curve).
-    cluster_selection : {"knee", "min"}
+    cluster_selection : {"min", "knee"}
+        Lowest BIC, or the reference's knee procedure.
     covariance_type : str
         First covariance type of the mixtures.
     max_cluster_features : int or None
@@ -95,7 +96,7 @@ class PUConfig:
     n_threads: int | None = None
     max_clusters: int = 10
     n_clusters: int | None = None
-    cluster_selection: str = "knee"
+    cluster_selection: str = "min"
     covariance_type: str = "full"
     max_cluster_features: int | None = 32
     calibration_method: str = "isotonic"
