@@ -34,6 +34,7 @@ from .folds import (
     folds_from_hashes,
     sorted_label_hashes,
     subsample_threshold,
+    trainable_rows,
 )
 from .io import PUFrame
 from .metrics import classification_metrics

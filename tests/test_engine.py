@@ -58,3 +58,16 @@ def test_unknown_engine_and_method(client, data):
         run_job(client, puf, engine="spark")
     with pytest.raises(UserError, match="unknown method"):
         run_job(client, puf, method="dedpul")
+
+
+def test_unlabeled_cap_runs_in_both_engines(client, data):
+    from pulsnar_dask.pu import PUConfig
+
+    puf = read_pu_parquet(str(data), true_label_col="true_label")
+    capped = PUConfig(max_unlabeled_ratio=2.0)
+    task = run_job(client, puf, method="pulscar", config=capped, seed=1, engine="task")
+    dist = run_job(client, puf, method="pulscar", config=capped, seed=1, engine="dask")
+    full = run_job(client, puf, method="pulscar", seed=1, engine="task")
+    assert dist.alpha == pytest.approx(task.alpha, abs=0.03)
+    assert not np.array_equal(task.probability, full.probability)  # the cap changed training
+    assert np.isfinite(task.probability).all() and task.probability.size == full.probability.size
