@@ -116,8 +116,9 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--max-unlabeled-ratio",
         type=float,
-        default=None,
-        help="train on at most this many unlabeled rows per positive (all rows are scored)",
+        default=5.0,
+        help="train on at most this many unlabeled rows per positive (all rows are scored; "
+        "0 = no cap)",
     )
     run.add_argument("--overwrite", action="store_true")
     run.add_argument(
@@ -187,7 +188,7 @@ def _run(args: argparse.Namespace) -> dict:
         max_clusters=args.max_clusters,
         n_clusters=args.n_clusters,
         cluster_selection=args.cluster_selection,
-        max_unlabeled_ratio=args.max_unlabeled_ratio,
+        max_unlabeled_ratio=args.max_unlabeled_ratio or None,
     )
     with connect(args.scheduler, args.cluster_config, args.n_workers) as client:
         logger.info("cluster: %s", client.dashboard_link or client.scheduler.address)

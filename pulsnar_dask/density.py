@@ -20,7 +20,7 @@ DEFAULT_FINE_BINS = 512
 # The reference searches [0.01, 0.5]. On the paper's synthetic protocol the histogram fit
 # then settles on the 0.01 floor, where the alpha objective, a minimum over noisy density
 # ratios, is biased low; with the point-normalised kernel a 0.05 floor halves PULSCAR's
-# error and barely moves alpha elsewhere (benchmarks/results/alpha_defaults.md).
+# error and barely moves alpha elsewhere (benchmarks/results/README.md).
 BANDWIDTH_BOUNDS = (0.05, 0.5)
 BANDWIDTH_SEARCHES = ("local", "global")
 BANDWIDTH_ERRORS = ("mse", "js")
