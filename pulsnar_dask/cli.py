@@ -302,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         if debug:
             traceback.print_exc()
-        print(f"error: {exc}", file=sys.stderr)
+        print("error: " + " ".join(str(exc).split()), file=sys.stderr)  # always one line
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("interrupted: stopped, no summary written", file=sys.stderr)

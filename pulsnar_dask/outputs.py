@@ -65,7 +65,10 @@ class RunOutput:
         return path if protocol in ("file", "local") else f"{protocol}://{path}"
 
     def prepare(self) -> None:
-        """Refuse a finished run unless overwriting; clear its summary when overwriting."""
+        """Refuse a finished run unless overwriting; clear its summary when overwriting.
+
+        Nothing is created here: the location appears when the first result is written.
+        """
         summary = f"{self.path}/{SUMMARY}"
         try:
             finished = self.fs.exists(summary)
@@ -78,7 +81,6 @@ class RunOutput:
             )
         if finished:
             self.fs.rm(summary)
-        self.fs.makedirs(self.path, exist_ok=True)
 
     def write_predictions(
         self, frame: dd.DataFrame, id_col: str, label_col: str, table: pd.DataFrame
@@ -92,6 +94,7 @@ class RunOutput:
         table : pandas.DataFrame
             Result columns indexed by row id.
         """
+        self.fs.makedirs(self.path, exist_ok=True)
         staged = f"{self.staging}/{PREDICTIONS}"
         meta = frame._meta[[id_col, label_col]].reset_index(drop=True)
         for column in table.columns:

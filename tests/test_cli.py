@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import run_cli, small_snar
+from helpers import free_port, run_cli, small_snar
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +139,9 @@ def test_module_entry_point_runs(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def _bad_inputs(tmp_path):
+@pytest.fixture(scope="module")
+def bad_inputs(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("bad")
     frame = pd.DataFrame({"f0": np.arange(40.0), "f1": np.ones(40), "label": [1] * 10 + [0] * 30})
     cases = {}
 
@@ -148,6 +150,7 @@ def _bad_inputs(tmp_path):
         df.to_parquet(path, index=False)
         return str(path)
 
+    cases["empty dataset"] = (put("empty", frame.iloc[:0]), [], "the input has no rows")
     cases["missing path"] = (str(tmp_path / "nope.parquet"), [], "does not exist")
     (tmp_path / "text.parquet").write_text("not parquet")
     cases["not parquet"] = (str(tmp_path / "text.parquet"), [], "not a readable Parquet")
@@ -199,28 +202,42 @@ def _bad_inputs(tmp_path):
     return cases
 
 
-def test_every_bad_input_gets_one_clear_line(tmp_path, capsys):
-    for name, (path, extra, message) in _bad_inputs(tmp_path).items():
-        out = tmp_path / f"out-{name.replace(' ', '_')}"
-        status, _, err = run_cli(
-            [
-                "run",
-                "--input",
-                path,
-                "--method",
-                "pulscar",
-                "--out",
-                str(out),
-                "--n-workers",
-                "1",
-                *extra,
-            ],
-            capsys,
-        )
-        assert status == 2, (name, err)
-        assert message in err, (name, err)
-        assert "Traceback" not in err, name
-        assert not (out / "summary.json").exists(), name
+BAD_INPUTS = [
+    "empty dataset", "missing path", "not parquet", "no label column", "label 2", "label -1",
+    "label missing", "no positives", "no unlabeled", "too few positives", "infinite",
+    "duplicate ids", "non-numeric feature", "folds 1", "bin method", "storage options",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", BAD_INPUTS)
+def test_every_bad_input_gets_one_clear_line(bad_inputs, name, tmp_path, capsys):
+    path, extra, message = bad_inputs[name]
+    out = tmp_path / "out"
+    status, _, err = run_cli(
+        ["run", "--input", path, "--method", "pulscar", "--out", str(out), "--n-workers", "1",
+         *extra],
+        capsys,
+    )  # fmt: skip
+    assert status == 2, err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+    assert not out.exists()  # refused before anything is written
+
+
+def test_all_bad_inputs_are_covered(bad_inputs):
+    assert sorted(bad_inputs) == sorted(BAD_INPUTS)
+
+
+def test_non_numeric_columns_are_skipped_with_a_warning(tmp_path, caplog):
+    from pulsnar_dask.io import read_pu_parquet
+
+    frame = pd.DataFrame({"f0": [0.1, 0.2], "name": ["a", "b"], "label": [1, 0]})
+    frame.to_parquet(tmp_path / "mixed.parquet", index=False)
+    with caplog.at_level("WARNING"):
+        puf = read_pu_parquet(str(tmp_path / "mixed.parquet"))
+    assert puf.features == ["f0"]
+    assert "skipping non-numeric column(s): name" in caplog.text
 
 
 def test_finished_run_is_not_overwritten_without_the_flag(data, tmp_path, capsys):
@@ -240,3 +257,15 @@ def test_finished_run_is_not_overwritten_without_the_flag(data, tmp_path, capsys
     status, _, err = run_cli(args, capsys)
     assert status == 2 and "already holds a finished run" in err
     assert run_cli([*args, "--overwrite"], capsys)[0] == 0
+
+
+def test_unreachable_scheduler_fails_in_bounded_time(data, tmp_path, capsys):
+    out = tmp_path / "unreachable"
+    status, _, err = run_cli(
+        ["run", "--input", str(data), "--method", "pulscar", "--out", str(out),
+         "--scheduler", f"tcp://127.0.0.1:{free_port()}"],
+        capsys,
+    )  # fmt: skip
+    assert status == 2
+    assert "cannot reach the Dask scheduler" in err and "within 20 s" in err
+    assert "Traceback" not in err and not out.exists()
