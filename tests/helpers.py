@@ -41,3 +41,26 @@ def run_cli(args: list[str], capsys) -> tuple[int, dict | None, str]:
     lines = captured.out.strip().splitlines()
     summary = json.loads(lines[-1]) if status == 0 and lines and lines[-1].startswith("{") else None
     return status, summary, captured.err
+
+
+def start_cli(args: list[str], log: Path):
+    """Start ``python -m pulsnar_dask`` as its own process, stderr to ``log``."""
+    import subprocess
+    import sys
+
+    with open(log, "w") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pulsnar_dask", *args],
+            stdout=subprocess.PIPE, stderr=err, text=True,
+        )  # fmt: skip
+
+
+def wait_for_text(log: Path, text: str, timeout: float = 120) -> None:
+    """Wait until ``text`` appears in a log file."""
+    import time
+
+    deadline = time.time() + timeout
+    while text not in log.read_text(errors="replace"):
+        if time.time() > deadline:
+            raise TimeoutError(f"{text!r} did not appear in {log}")
+        time.sleep(0.2)

@@ -1,0 +1,61 @@
+"""A lost worker does not change the answer; SIGTERM stops cleanly."""
+
+import json
+import signal
+
+import psutil
+import pytest
+from helpers import start_cli, wait_for_text
+
+from pulsnar_dask import make_pu_data
+from pulsnar_dask.cli import write_pu_parquet
+from pulsnar_dask.cluster import ProcessCluster
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def medium(tmp_path_factory):
+    """SNAR data large enough for a run of tens of seconds on three workers."""
+    path = tmp_path_factory.mktemp("medium") / "snar.parquet"
+    data = make_pu_data("snar", 3000, 30000, 30, 0.3, class_sep=1.0, random_state=5)
+    write_pu_parquet(data, path, 6)
+    return path
+
+
+def test_killed_worker_gives_the_same_alpha(medium, tmp_path):
+    with ProcessCluster(tmp_path, n_workers=3) as cluster:
+        common = ["run", "--input", str(medium), "--method", "pulsnar", "--seed", "1",
+                  "--scheduler", cluster.address]  # fmt: skip
+        quiet = start_cli([*common, "--out", str(tmp_path / "a"), "--quiet"], tmp_path / "a.log")
+        undisturbed = json.loads(quiet.communicate(timeout=600)[0].strip().splitlines()[-1])
+        proc = start_cli([*common, "--out", str(tmp_path / "b")], tmp_path / "b.log")
+        wait_for_text(tmp_path / "b.log", "scoring:")
+        busy = [w for w in cluster.workers if psutil.Process(w.pid).cpu_percent(0.5) > 20]
+        victim = busy[0] if busy else cluster.workers[0]
+        victim.send_signal(signal.SIGKILL)
+        out, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, (tmp_path / "b.log").read_text()[-3000:]
+        disturbed = json.loads(out.strip().splitlines()[-1])
+        assert victim.poll() is not None
+    assert disturbed["alpha"] == undisturbed["alpha"]
+    assert disturbed["cluster_alphas"] == undisturbed["cluster_alphas"]
+
+
+def test_sigterm_stops_the_job_and_its_cluster(medium, tmp_path):
+    log = tmp_path / "term.log"
+    proc = start_cli(
+        ["run", "--input", str(medium), "--method", "pulsnar", "--out", str(tmp_path / "out"),
+         "--n-workers", "2"],
+        log,
+    )  # fmt: skip
+    wait_for_text(log, "scoring:")
+    children = psutil.Process(proc.pid).children(recursive=True)
+    assert children  # the local cluster's worker processes
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert "interrupted" in log.read_text()
+    assert not (tmp_path / "out" / "summary.json").exists()
+    _, alive = psutil.wait_procs(children, timeout=30)
+    assert not alive, [p.pid for p in alive]
