@@ -7,7 +7,7 @@ import psutil
 import pytest
 from helpers import start_cli, wait_for_text
 
-from pulsnar_dask import make_pu_data
+from pulsnar_dask import PULSNAR, make_pu_data
 from pulsnar_dask.cli import write_pu_parquet
 from pulsnar_dask.cluster import ProcessCluster
 
@@ -15,18 +15,22 @@ pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
-def medium(tmp_path_factory):
+def medium_data():
+    return make_pu_data("snar", 3000, 30000, 30, 0.3, class_sep=1.0, random_state=5)
+
+
+@pytest.fixture(scope="module")
+def medium(tmp_path_factory, medium_data):
     """SNAR data large enough for a run of tens of seconds on three workers."""
     path = tmp_path_factory.mktemp("medium") / "snar.parquet"
-    data = make_pu_data("snar", 3000, 30000, 30, 0.3, class_sep=1.0, random_state=5)
-    write_pu_parquet(data, path, 6)
+    write_pu_parquet(medium_data, path, 6)
     return path
 
 
-def test_killed_worker_gives_the_same_alpha(medium, tmp_path):
+def test_killed_worker_gives_the_same_alpha(medium, medium_data, tmp_path):
     with ProcessCluster(tmp_path, n_workers=3) as cluster:
         common = ["run", "--input", str(medium), "--method", "pulsnar", "--seed", "1",
-                  "--scheduler", cluster.address]  # fmt: skip
+                  "--true-label-col", "true_label", "--scheduler", cluster.address]  # fmt: skip
         quiet = start_cli([*common, "--out", str(tmp_path / "a"), "--quiet"], tmp_path / "a.log")
         undisturbed = json.loads(quiet.communicate(timeout=600)[0].strip().splitlines()[-1])
         proc = start_cli([*common, "--out", str(tmp_path / "b")], tmp_path / "b.log")
@@ -40,6 +44,9 @@ def test_killed_worker_gives_the_same_alpha(medium, tmp_path):
         assert victim.poll() is not None
     assert disturbed["alpha"] == undisturbed["alpha"]
     assert disturbed["cluster_alphas"] == undisturbed["cluster_alphas"]
+    # and three workers give what one process gives
+    single = PULSNAR(random_state=1, n_jobs=1).fit(medium_data.X, medium_data.label)
+    assert undisturbed["alpha"] == pytest.approx(single.alpha_, abs=1e-12)
 
 
 def test_sigterm_stops_the_job_and_its_cluster(medium, tmp_path):
