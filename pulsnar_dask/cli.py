@@ -200,6 +200,13 @@ def _run(args: argparse.Namespace) -> dict:
             features=args.features,
             storage_options=storage_options,
         )
+        if args.performance_report:
+            try:
+                import bokeh  # noqa: F401 - Dask's performance report renders with bokeh
+            except ImportError:
+                raise UserError(
+                    "--performance-report needs bokeh: pip install 'pulsnar-dask[diagnostics]'"
+                ) from None
         report_context = (
             performance_report(filename=args.performance_report)
             if args.performance_report

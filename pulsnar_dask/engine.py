@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -424,7 +425,11 @@ def run_job(
         chosen_engine,
     )
 
-    def subproblem(features: Sequence[str], positive_ids: np.ndarray | None, it: int):
+    def subproblem(
+        features: Sequence[str], positive_ids: np.ndarray | None, it: int, name: str = "all"
+    ):
+        """Submit one subproblem; task keys name it (``cluster2-it0-fold3-<id>``) so the
+        dashboard's task stream shows which subproblems run side by side."""
         if chosen_engine == "dask":
             return _subproblem_dask(
                 client, frame, puf, features, row_ids, labels, positive_ids, config, seed + it
@@ -439,6 +444,7 @@ def run_job(
             check_subproblem(sub_labels, config)
         except ValueError as exc:
             raise UserError(f"a subproblem is too small: {exc}") from None
+        tag = f"{name}-it{it}"
         data = client.submit(
             _subproblem_data_task,
             parts,
@@ -448,12 +454,15 @@ def run_job(
             positive_ids,
             config,
             seed + it,
-            pure=False,
+            key=f"{tag}-rows-{uuid.uuid4().hex[:8]}",
         )
         futures = [
-            client.submit(_fold_task, data, fold, config, seed + it, pure=False)
+            client.submit(
+                _fold_task, data, fold, config, seed + it,
+                key=f"{tag}-fold{fold}-{uuid.uuid4().hex[:8]}",
+            )
             for fold in range(config.n_folds)
-        ]
+        ]  # fmt: skip
         folds = assign_folds(sub_ids, sub_labels, config.n_folds, seed + it)
         return _PendingSubproblem(sub_ids, sub_labels, folds, futures, config, seed + it)
 
@@ -496,7 +505,7 @@ def run_job(
         model_cols = [puf.features[i] for i in model_idx]
         stage(f"scoring: {len(kept)} cluster subproblem(s) x {iterations} iteration(s)")
         pending = [
-            subproblem(model_cols, positive_ids[positive_labels == c], it)
+            subproblem(model_cols, positive_ids[positive_labels == c], it, f"cluster{c + 1}")
             for it in range(iterations)
             for c in kept
         ]

@@ -20,6 +20,8 @@ from .errors import UserError
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_TRUE_LABEL = "true_label"
+
 
 def parse_storage_options(text: str | None) -> dict[str, Any]:
     """Parse ``--storage-options`` JSON into a dict (empty when not given)."""
@@ -92,6 +94,8 @@ def read_pu_parquet(
         Unique row id; generated from the row position when the column is absent.
     true_label_col : str or None
         Benchmark ground truth (0 negative, >= 1 positive); never used for estimation.
+        When ``None``, a column named ``true_label`` is taken as it (with a warning) unless
+        it is listed in ``features``.
     features : list of str or None
         Feature columns; by default every numeric column but the three above.
     storage_options : dict or None
@@ -119,6 +123,17 @@ def read_pu_parquet(
     except Exception as exc:  # pyarrow raises several types for non-Parquet input
         raise UserError(f"input {path} is not a readable Parquet file or dataset: {exc}") from None
     columns = list(frame.columns)
+    if (
+        true_label_col is None
+        and DEFAULT_TRUE_LABEL in columns
+        and DEFAULT_TRUE_LABEL not in (features or [])
+    ):
+        # Ground truth must never become a feature by accident.
+        logger.warning(
+            "column '%s' is taken as the true-label column (benchmarks only, never a feature)",
+            DEFAULT_TRUE_LABEL,
+        )
+        true_label_col = DEFAULT_TRUE_LABEL
     for role, name in (("label", label_col), ("true-label", true_label_col)):
         if name is not None and name not in columns:
             raise UserError(

@@ -66,7 +66,7 @@ class PUConfig:
     max_unlabeled_ratio : float or None
         Train each fold's model on every positive and at most this many unlabeled rows
         per positive (all rows are still scored); ``None`` trains on all rows. The
-        default 5 makes PULSNAR's imbalanced subproblems 2-3x faster and was as accurate
+        default 5 trains imbalanced subproblems several times faster and was as accurate
         or more in every benchmark (benchmarks/results/README.md).
     n_threads : int or None
         XGBoost threads per model.

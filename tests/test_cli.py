@@ -269,3 +269,14 @@ def test_unreachable_scheduler_fails_in_bounded_time(data, tmp_path, capsys):
     assert status == 2
     assert "cannot reach the Dask scheduler" in err and "within 20 s" in err
     assert "Traceback" not in err and not out.exists()
+
+
+def test_a_true_label_column_never_becomes_a_feature(tmp_path, caplog):
+    from pulsnar_dask.io import read_pu_parquet
+
+    frame = pd.DataFrame({"f0": [0.1, 0.2], "true_label": [2, 0], "label": [1, 0]})
+    frame.to_parquet(tmp_path / "truth.parquet", index=False)
+    with caplog.at_level("WARNING"):
+        puf = read_pu_parquet(str(tmp_path / "truth.parquet"))
+    assert puf.features == ["f0"] and puf.true_label == "true_label"
+    assert "taken as the true-label column" in caplog.text
