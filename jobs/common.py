@@ -27,6 +27,7 @@ def synthetic_parquet(
     alpha: float,
     seed: int = 0,
     partitions: int = 4,
+    class_sep: float = 0.3,
 ) -> float:
     """Write the paper's synthetic data to ``path`` unless it is already there.
 
@@ -37,7 +38,9 @@ def synthetic_parquet(
     """
     marker = path / "_true_alpha"
     if not marker.exists():
-        data = make_pu_data(scenario, n_pos, n_unlab, n_features, alpha, random_state=seed)
+        data = make_pu_data(
+            scenario, n_pos, n_unlab, n_features, alpha, class_sep=class_sep, random_state=seed
+        )
         write_pu_parquet(data, path, partitions)
         marker.write_text(str(data.true_alpha))
     return float(marker.read_text())

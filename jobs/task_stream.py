@@ -5,7 +5,7 @@ as a bar on its worker's timeline, coloured by subproblem (cluster). Writes
 benchmarks/results/pulsnar_task_stream.png and prints how much of the scoring time had
 tasks of two different clusters running at once.
 
-    python jobs/task_stream.py [--input /tmp/pulsnar-speed/snar_5000_100000_100]
+    python jobs/task_stream.py [--data /tmp/pulsnar-speed]
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("/tmp/pulsnar-speed"))
     args = parser.parse_args()
-    path = args.data / "snar_5000_100000_100"
-    synthetic_parquet(path, "snar", 5000, 100_000, 100, 0.2)
+    # separable subtypes, so that PULSNAR finds all five clusters
+    path = args.data / "snar_5000_50000_20_sep1"
+    synthetic_parquet(path, "snar", 5000, 50_000, 20, 0.2, class_sep=1.0)
     with (
         LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster,
         Client(cluster) as client,
@@ -56,7 +57,14 @@ def main() -> None:
     ax.set_xlabel("seconds since the first subproblem task")
     ax.set_title(f"PULSNAR subproblem tasks, {len(clusters)} clusters (alpha {result.alpha:.4f})")
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[c]) for c in clusters]
-    ax.legend(handles, clusters, ncol=len(clusters), fontsize=8, loc="upper right")
+    ax.legend(
+        handles,
+        clusters,
+        ncol=len(clusters),
+        fontsize=8,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.3),
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
     fig.savefig(RESULTS / "pulsnar_task_stream.png", dpi=110)
     # time during which two different clusters had tasks running at once
