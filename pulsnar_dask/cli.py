@@ -238,7 +238,6 @@ def _run(args: argparse.Namespace) -> dict:
             for name, data in images.items():
                 output.write_bytes(name, data)
             output.write_bytes("report.html", page.encode())
-            summary["seconds"] = round(result.seconds, 3)
             output.write_summary(summary)
         finally:
             output.discard_staging()

@@ -244,14 +244,14 @@ def _subproblem_dask(
     config: PUConfig,
     seed: int,
 ) -> SubproblemResult:
-    """One PULSCAR problem on ``xgboost.dask``: each fold's model trained on all workers."""
+    """One PULSCAR problem on ``xgboost.dask``: each fold's model trained on all workers.
+
+    ``row_ids`` and ``labels`` are the subproblem's own rows (already checked).
+    """
     import xgboost.dask as dxgb
 
     if positive_ids is not None:
-        keep = (labels == 0) | np.isin(row_ids, positive_ids)
-        row_ids, labels = row_ids[keep], labels[keep]
         frame = frame.map_partitions(_keep_rows, puf.label, puf.id, positive_ids, meta=frame._meta)
-    check_subproblem(labels, config)
     hashes = sorted_label_hashes(row_ids, labels, seed)
     threshold = subsample_threshold(row_ids, labels, config.max_unlabeled_ratio, seed)
     meta = frame._meta.assign(_fold=np.array([], dtype=np.int8), _train=np.array([], dtype=bool))
@@ -430,10 +430,6 @@ def run_job(
     ):
         """Submit one subproblem; task keys name it (``cluster2-it0-fold3-<id>``) so the
         dashboard's task stream shows which subproblems run side by side."""
-        if chosen_engine == "dask":
-            return _subproblem_dask(
-                client, frame, puf, features, row_ids, labels, positive_ids, config, seed + it
-            )
         keep = (
             np.ones(labels.size, bool)
             if positive_ids is None
@@ -444,6 +440,10 @@ def run_job(
             check_subproblem(sub_labels, config)
         except ValueError as exc:
             raise UserError(f"a subproblem is too small: {exc}") from None
+        if chosen_engine == "dask":
+            return _subproblem_dask(
+                client, frame, puf, features, sub_ids, sub_labels, positive_ids, config, seed + it
+            )
         tag = f"{name}-it{it}"
         data = client.submit(
             _subproblem_data_task,
