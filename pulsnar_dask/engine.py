@@ -94,6 +94,10 @@ class JobResult:
     engine : str
         ``task`` or ``dask``.
     seconds : float
+        Wall time of the job, from reading to the last result.
+    timings : dict
+        Seconds since the start at which each stage ended (``input``, ``clustering``,
+        ``scoring``, ``classification``).
     """
 
     method: str
@@ -124,6 +128,7 @@ class JobResult:
             "n_clusters": self.n_clusters,
             "cluster_alphas": self.cluster_alphas,
             "seconds": round(self.seconds, 3),
+            "stage_seconds": self.timings,
             "engine": self.engine,
         }
         if len(self.alphas) > 1:

@@ -107,6 +107,8 @@ def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
     ):
         assert key in summary
     assert summary["alpha"] == pytest.approx(np.mean(summary["alphas"]))
+    stages = summary["stage_seconds"]
+    assert stages["input"] <= stages["clustering"] <= stages["scoring"] <= summary["seconds"]
     assert set(summary["metrics"]) == {"with_pu", "without_pu"}
     predictions = pd.read_parquet(out / "predictions")
     assert len(predictions) == summary["n_positive"] + summary["n_unlabeled"]
