@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import dask.dataframe as dd
 import numpy as np
 from sklearn.base import BaseEstimator
 
@@ -176,9 +177,44 @@ class PULSCAR(BaseEstimator):
             X, y, row_ids, self.calibrated_proba_, self.alpha_, config, self.random_state
         )
 
-    def fit(self, X: Any, y: Any) -> PULSCAR:
-        """Estimate alpha from features ``X`` and PU labels ``y``; return self."""
+    def _fit_dask(self, X: Any, y: Any, client: Any, method: str, config: PUConfig) -> Any:
+        """Fit on Dask collections through the distributed engine (same numerics)."""
+        from distributed import default_client
+
+        from .engine import run_job
+        from .io import PUFrame, with_row_ids
+
+        label, row_id = "__pu_label__", "__pu_row_id__"
+        frame = with_row_ids(X.assign(**{label: y}), row_id)
+        puf = PUFrame(frame, [str(c) for c in X.columns], label, row_id, None)
+        result = run_job(
+            client or default_client(), puf, method=method, config=config,
+            seed=self.random_state, iterations=self.n_iterations,
+            calibrate_probabilities=bool(self.calibration or self.classify),
+            classify=self.classify,
+        )  # fmt: skip
+        self._finish(result.alphas)
+        self.n_clusters_ = result.n_clusters
+        self.cluster_alphas_ = np.asarray(result.cluster_alphas)
+        self.cluster_estimates_ = result.estimates
+        self.alpha_estimate_ = result.estimates[0]
+        self.oof_proba_ = result.probability
+        if result.calibrated is not None:
+            self.calibrated_proba_ = result.calibrated
+        if result.improved is not None:
+            self.improved_proba_ = result.improved
+        return self
+
+    def fit(self, X: Any, y: Any, client: Any = None) -> PULSCAR:
+        """Estimate alpha from features ``X`` and PU labels ``y``; return self.
+
+        ``X`` and ``y`` may be numpy/pandas (fitted in this process) or a Dask dataframe
+        and series (fitted on ``client``'s cluster, or the default client's); the fitted
+        vectors are then in row order.
+        """
         config = self._config()
+        if isinstance(X, dd.DataFrame):
+            return self._fit_dask(X, y, client, "pulscar", config)
         X_arr, y_arr = _as_arrays(X, y)
         row_ids = np.arange(y_arr.size)
         results: list[SubproblemResult] = [
@@ -284,8 +320,12 @@ class PULSNAR(PULSCAR):
         self.max_cluster_features = max_cluster_features
         self.covariance_type = covariance_type
 
-    def fit(self, X: Any, y: Any) -> PULSNAR:
-        """Cluster the positives, estimate each cluster's alpha, and return self."""
+    def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:
+        """Cluster the positives, estimate each cluster's alpha, and return self.
+
+        Takes numpy/pandas data, or a Dask dataframe and series with ``client`` (see
+        :meth:`PULSCAR.fit`).
+        """
         config = self._config(
             max_clusters=self.max_clusters,
             n_clusters=self.n_clusters,
@@ -293,6 +333,8 @@ class PULSNAR(PULSCAR):
             covariance_type=self.covariance_type,
             max_cluster_features=self.max_cluster_features,
         )
+        if isinstance(X, dd.DataFrame):
+            return self._fit_dask(X, y, client, "pulsnar", config)
         X_arr, y_arr = _as_arrays(X, y)
         row_ids = np.arange(y_arr.size)
         seed = self.random_state

@@ -61,7 +61,7 @@ def _is_numeric(dtype: Any) -> bool:
     return pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
 
 
-def _with_row_ids(frame: dd.DataFrame, id_col: str) -> dd.DataFrame:
+def with_row_ids(frame: dd.DataFrame, id_col: str) -> dd.DataFrame:
     """Add ``id_col`` as the global row position (partition offset + position)."""
     lengths = frame.map_partitions(len).compute()
     offsets = np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64)
@@ -161,5 +161,5 @@ def read_pu_parquet(
     keep += [true_label_col] if true_label_col else []
     frame = frame[keep]
     if id_col not in columns:
-        frame = _with_row_ids(frame, id_col)
+        frame = with_row_ids(frame, id_col)
     return PUFrame(frame, list(features), label_col, id_col, true_label_col)

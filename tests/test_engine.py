@@ -71,3 +71,20 @@ def test_unlabeled_cap_runs_in_both_engines(client, data):
     assert dist.alpha == pytest.approx(task.alpha, abs=0.03)
     assert not np.array_equal(task.probability, full.probability)  # the cap changed training
     assert np.isfinite(task.probability).all() and task.probability.size == full.probability.size
+
+
+def test_estimators_take_dask_collections_and_a_client(client):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    d = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=1.5, n_subtypes=3, random_state=0)
+    X = pd.DataFrame(d.X, columns=[f"f{i}" for i in range(8)])
+    y = pd.Series(d.label)
+    ddf, dy = dd.from_pandas(X, npartitions=3), dd.from_pandas(y, npartitions=3)
+    on_dask = PULSNAR(random_state=2, calibration="isotonic").fit(ddf, dy, client=client)
+    in_memory = PULSNAR(random_state=2, n_jobs=1, calibration="isotonic").fit(X, y)
+    assert on_dask.alpha_ == pytest.approx(in_memory.alpha_, abs=1e-12)
+    np.testing.assert_allclose(on_dask.oof_proba_, in_memory.oof_proba_, equal_nan=True)
+    np.testing.assert_allclose(
+        on_dask.calibrated_proba_, in_memory.calibrated_proba_, equal_nan=True
+    )
