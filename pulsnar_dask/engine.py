@@ -28,7 +28,7 @@ from distributed import Client, Future, progress, wait
 
 from .alpha import AlphaEstimate
 from .benchmarking import mean_ci
-from .clustering import cluster_labels, clustering_matrix, important_features
+from .clustering import cluster_labels, clustering_matrix
 from .errors import UserError
 from .folds import (
     assign_folds,
@@ -52,6 +52,7 @@ from .pu import (
     improved_probabilities,
     make_clustering,
     mixture_sizes,
+    select_features,
 )
 from .scoring import booster_params, fold_probabilities, gain_importance
 
@@ -484,12 +485,10 @@ def run_job(
         gain = client.submit(
             _gain_task, parts, puf.features, puf.label, puf.id, config, seed, pure=False
         ).result()
-        model_idx = important_features(gain)
-        if model_idx.size == 0:
-            raise UserError(
-                "the importance model used no feature: positives and unlabeled look alike"
-            )
-        cluster_idx = model_idx[: config.max_cluster_features]
+        try:
+            model_idx, cluster_idx = select_features(gain, config)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
         cluster_cols = [puf.features[i] for i in cluster_idx]
         z_and_ids = client.submit(
             _clustering_task, parts, cluster_cols, puf.label, puf.id, gain[cluster_idx]

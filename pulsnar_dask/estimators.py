@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .alpha import AlphaEstimate
-from .clustering import cluster_labels
+from .clustering import cluster_labels, clustering_matrix
 from .density import BANDWIDTH_BOUNDS
 from .pu import (
     Clustering,
@@ -24,13 +24,13 @@ from .pu import (
     SubproblemResult,
     calibrate_subproblem,
     choose_mixture,
-    cluster_features_and_matrix,
     combine_on_rows,
     fit_mixture_size,
     improved_probabilities,
     make_clustering,
     mixture_sizes,
     run_subproblem,
+    select_features,
 )
 from .scoring import booster_params, gain_importance
 
@@ -342,9 +342,8 @@ class PULSNAR(PULSCAR):
             X_arr, y_arr, booster_params(config.xgb_params, seed, config.n_threads), config.n_rounds
         )
         positives = np.flatnonzero(y_arr == 1)
-        model_features, cluster_features, Z = cluster_features_and_matrix(
-            X_arr[positives], gain, config
-        )
+        model_features, cluster_features = select_features(gain, config)
+        Z = clustering_matrix(X_arr[positives][:, cluster_features], gain[cluster_features])
         fits = [fit_mixture_size(Z, n, config, seed) for n in mixture_sizes(config, positives.size)]
         chosen, bic = choose_mixture(fits, config)
         self.clustering_: Clustering = make_clustering(

@@ -22,7 +22,6 @@ from .clustering import (
     CLUSTER_SELECTIONS,
     MIN_CLUSTER_SIZE,
     MixtureFit,
-    clustering_matrix,
     fit_mixture,
     important_features,
     select_n_clusters,
@@ -290,10 +289,11 @@ class Clustering:
         return [c for c in range(self.n_clusters) if sizes[c] >= MIN_CLUSTER_SIZE]
 
 
-def cluster_features_and_matrix(
-    X_pos: np.ndarray, gain: np.ndarray, config: PUConfig
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return (model features, clustering features, clustering matrix) from gains.
+def select_features(gain: np.ndarray, config: PUConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Return (model features, clustering features) from the importance model's gains.
+
+    Model features have non-zero gain, by decreasing gain; the positives are clustered on
+    the first ``config.max_cluster_features`` of them.
 
     Raises
     ------
@@ -303,9 +303,7 @@ def cluster_features_and_matrix(
     model_features = important_features(gain)
     if model_features.size == 0:
         raise ValueError("the importance model used no feature: positives and unlabeled look alike")
-    cluster_features = model_features[: config.max_cluster_features]
-    Z = clustering_matrix(X_pos[:, cluster_features], gain[cluster_features])
-    return model_features, cluster_features, Z
+    return model_features, model_features[: config.max_cluster_features]
 
 
 def choose_mixture(fits: list[MixtureFit], config: PUConfig) -> tuple[MixtureFit, np.ndarray]:

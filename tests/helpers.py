@@ -6,7 +6,7 @@ import json
 import socket
 from pathlib import Path
 
-from pulsnar_dask import make_pu_data
+from pulsnar_dask import PUData, make_pu_data
 from pulsnar_dask.cli import main, write_pu_parquet
 
 
@@ -16,22 +16,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def small_snar(path: Path, partitions: int = 1, seed: int = 0, **kwargs) -> float:
-    """Write a small SNAR data set; return its true alpha."""
-    settings = {"n_pos": 600, "n_unlab": 3000, "n_features": 8, "alpha": 0.3, "class_sep": 1.5}
-    settings.update(kwargs)
-    data = make_pu_data(
-        "snar",
-        settings["n_pos"],
-        settings["n_unlab"],
-        settings["n_features"],
-        settings["alpha"],
-        class_sep=settings["class_sep"],
-        n_subtypes=3,
-        random_state=seed,
-    )
+def small_snar(path: Path, partitions: int = 1, seed: int = 0) -> PUData:
+    """Write a small SNAR data set (600 positives, 3000 unlabeled, 3 subtypes) and return it."""
+    data = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=1.5, n_subtypes=3, random_state=seed)
     write_pu_parquet(data, path, partitions)
-    return data.true_alpha
+    return data
 
 
 def run_cli(args: list[str], capsys) -> tuple[int, dict | None, str]:

@@ -17,7 +17,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
-    true_alpha = small_snar(root / "one.parquet", partitions=1)
+    true_alpha = small_snar(root / "one.parquet", partitions=1).true_alpha
     small_snar(root / "eight.parquet", partitions=8)
     return root, true_alpha
 

@@ -1,13 +1,11 @@
 """The engine's two scoring paths on a local multi-process cluster."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 from helpers import small_snar
 
-from pulsnar_dask import PULSNAR, make_pu_data
+from pulsnar_dask import PULSNAR
 from pulsnar_dask.engine import run_job
 from pulsnar_dask.io import read_pu_parquet
 
@@ -24,14 +22,13 @@ def client():
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     path = tmp_path_factory.mktemp("engine") / "snar.parquet"
-    small_snar(path, partitions=4)
-    return path
+    return path, small_snar(path, partitions=4)
 
 
 def test_task_engine_matches_the_in_memory_estimator(client, data):
-    puf = read_pu_parquet(str(data), true_label_col="true_label")
+    puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     result = run_job(client, puf, method="pulsnar", seed=2, engine="task")
-    d = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=1.5, n_subtypes=3, random_state=0)
+    _, d = data
     est = PULSNAR(random_state=2, n_jobs=1).fit(d.X, d.label)
     assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
     np.testing.assert_allclose(result.cluster_alphas, est.cluster_alphas_)
@@ -39,7 +36,7 @@ def test_task_engine_matches_the_in_memory_estimator(client, data):
 
 
 def test_xgboost_dask_engine_agrees_with_the_task_engine(client, data):
-    puf = read_pu_parquet(str(data), true_label_col="true_label")
+    puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     task = run_job(client, puf, method="pulscar", seed=1, engine="task")
     dist = run_job(client, puf, method="pulscar", seed=1, engine="dask")
     assert dist.engine == "dask"
@@ -53,7 +50,7 @@ def test_xgboost_dask_engine_agrees_with_the_task_engine(client, data):
 def test_unknown_engine_and_method(client, data):
     from pulsnar_dask.errors import UserError
 
-    puf = read_pu_parquet(str(Path(data)))
+    puf = read_pu_parquet(str(data[0]))
     with pytest.raises(UserError, match="unknown engine"):
         run_job(client, puf, engine="spark")
     with pytest.raises(UserError, match="unknown method"):
@@ -63,7 +60,7 @@ def test_unknown_engine_and_method(client, data):
 def test_unlabeled_cap_runs_in_both_engines(client, data):
     from pulsnar_dask.pu import PUConfig
 
-    puf = read_pu_parquet(str(data), true_label_col="true_label")
+    puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     capped = PUConfig(max_unlabeled_ratio=2.0)
     task = run_job(client, puf, method="pulscar", config=capped, seed=1, engine="task")
     dist = run_job(client, puf, method="pulscar", config=capped, seed=1, engine="dask")
@@ -73,11 +70,11 @@ def test_unlabeled_cap_runs_in_both_engines(client, data):
     assert np.isfinite(task.probability).all() and task.probability.size == full.probability.size
 
 
-def test_estimators_take_dask_collections_and_a_client(client):
+def test_estimators_take_dask_collections_and_a_client(client, data):
     import dask.dataframe as dd
     import pandas as pd
 
-    d = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=1.5, n_subtypes=3, random_state=0)
+    _, d = data
     X = pd.DataFrame(d.X, columns=[f"f{i}" for i in range(8)])
     y = pd.Series(d.label)
     ddf, dy = dd.from_pandas(X, npartitions=3), dd.from_pandas(y, npartitions=3)

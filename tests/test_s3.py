@@ -42,7 +42,7 @@ def _upload(s3, local_dir, prefix):
 
 
 def test_run_reads_and_writes_s3(s3_env, tmp_path, capsys):
-    true_alpha = small_snar(tmp_path / "data", partitions=3)
+    true_alpha = small_snar(tmp_path / "data", partitions=3).true_alpha
     _upload(s3_env, tmp_path / "data", "input/data")
     status, summary, err = run_cli(
         [
