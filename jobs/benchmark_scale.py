@@ -1,6 +1,7 @@
 """PULSNAR at growing size on a separately started 2-worker cluster.
 
-U = 100k, 300k and 1M rows (P = U/20, 100 features, SNAR). A scheduler and two
+U = 100k, 300k and 1M rows (P = U/20, 100 features, SNAR, drawn by the chunked
+generator: the paper's would need 12 x 1M x 100 values at once). A scheduler and two
 single-threaded worker processes are started first (as a user's cluster would be), then
 ``pulsnar-dask run --scheduler`` runs as its own client process under /usr/bin/time, so
 its peak RSS is the client's alone. The largest run also saves Dask's performance report
@@ -34,7 +35,7 @@ def main() -> None:
             path = args.data / f"snar_{n_unlab}"
             partitions = max(2, n_unlab // 50_000)
             true_alpha = synthetic_parquet(
-                path, "snar", n_unlab // 20, n_unlab, 100, 0.2, partitions=partitions
+                path, "snar", n_unlab // 20, n_unlab, 100, 0.2, partitions=partitions, chunked=True
             )
             extra = []
             if n_unlab == max(args.sizes):

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import psutil
+
 from pulsnar_dask import make_pu_data
-from pulsnar_dask.cli import write_pu_parquet
+from pulsnar_dask.io import write_pu_parquet
+from pulsnar_dask.synthetic import iter_pu_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -28,8 +33,12 @@ def synthetic_parquet(
     seed: int = 0,
     partitions: int = 4,
     class_sep: float = 0.3,
+    chunked: bool = False,
 ) -> float:
     """Write the paper's synthetic data to ``path`` unless it is already there.
+
+    ``chunked`` draws it with :func:`iter_pu_chunks` (``partitions`` chunks, bounded
+    memory) instead of the paper's :func:`make_pu_data`.
 
     Returns
     -------
@@ -38,12 +47,29 @@ def synthetic_parquet(
     """
     marker = path / "_true_alpha"
     if not marker.exists():
-        data = make_pu_data(
-            scenario, n_pos, n_unlab, n_features, alpha, class_sep=class_sep, random_state=seed
-        )
-        write_pu_parquet(data, path, partitions)
-        marker.write_text(str(data.true_alpha))
+        if chunked:
+            chunk_rows = -(-(n_pos + n_unlab) // partitions)
+            chunks = iter_pu_chunks(
+                scenario, n_pos, n_unlab, n_features, alpha, chunk_rows, class_sep,
+                random_state=seed,
+            )  # fmt: skip
+        else:
+            data = make_pu_data(
+                scenario, n_pos, n_unlab, n_features, alpha, class_sep=class_sep,
+                random_state=seed,
+            )  # fmt: skip
+            chunks = data.split(partitions)
+        _, true_alpha = write_pu_parquet(chunks, path)
+        marker.write_text(str(true_alpha))
     return float(marker.read_text())
+
+
+def _tree_rss(proc: psutil.Process) -> int:
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            total += p.memory_info().rss
+    return total
 
 
 def timed_run(args: list[str], env: dict | None = None) -> dict:
@@ -52,18 +78,41 @@ def timed_run(args: list[str], env: dict | None = None) -> dict:
     Returns
     -------
     dict
-        The summary plus ``wall_s`` (whole process) and ``peak_rss_mib`` (client process).
+        The summary plus ``wall_s`` (whole process), ``peak_rss_mib`` (the largest single
+        process: the client, or a worker it started) and ``peak_tree_rss_mib`` (the
+        largest sum over the process and everything it started, sampled every 0.2 s).
     """
     command = ["/usr/bin/time", "-v", *CLI, "run", *args, "--quiet", "--overwrite"]
     start = time.perf_counter()
-    proc = subprocess.run(
-        command, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
     )
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        root = psutil.Process(proc.pid)
+        while not done.wait(0.2):
+            try:
+                peak[0] = max(peak[0], _tree_rss(root))
+            except psutil.Error:
+                return
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    done.set()
+    sampler.join()
     wall = time.perf_counter() - start
     if proc.returncode != 0:
-        raise RuntimeError(f"run failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    summary = json.loads(proc.stdout.strip().splitlines()[-1])
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
+        raise RuntimeError(f"run failed ({proc.returncode}): {stderr[-2000:]}")
+    summary = json.loads(stdout.strip().splitlines()[-1])
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
     summary["wall_s"] = wall
     summary["peak_rss_mib"] = int(rss.group(1)) / 1024 if rss else float("nan")
+    summary["peak_tree_rss_mib"] = peak[0] / 2**20
     return summary

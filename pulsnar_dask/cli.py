@@ -17,7 +17,6 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from .binning import BIN_METHODS
@@ -27,6 +26,8 @@ logger = logging.getLogger("pulsnar_dask")
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+PAPER_GENERATOR_LIMIT = 2 * 2**30  # bytes the paper's generator may hold with --generator auto
+CHUNK_CELLS = 25_000_000  # values per chunk of the chunked generator (200 MB as float64)
 
 
 def _positive_int(minimum: int):
@@ -72,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--partitions", type=_positive_int(1), default=1)
     synth.add_argument("--class-sep", type=float, default=0.3)
     synth.add_argument("--n-subtypes", type=_positive_int(1), default=5)
+    synth.add_argument(
+        "--generator",
+        choices=("auto", "paper", "chunked"),
+        default="auto",
+        help="paper: sklearn's make_classification as the paper (memory grows with "
+        "max(P, U) x classes x 2 rows); chunked: the same distribution drawn a chunk at a "
+        "time; auto: paper unless it would need more than 2 GiB",
+    )
     synth.add_argument("--overwrite", action="store_true")
 
     run = sub.add_parser("run", help="estimate alpha (and calibrate, classify) on a Dask cluster")
@@ -129,43 +138,54 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
 
 
 def _synth(args: argparse.Namespace) -> None:
-    from .synthetic import make_pu_data
+    from .io import write_pu_parquet
+    from .synthetic import iter_pu_chunks, make_pu_data, paper_generator_bytes
 
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise UserError(f"{out} already exists; pass --overwrite to replace it")
-    try:
-        data = make_pu_data(
-            args.scenario,
-            args.n_pos,
-            args.n_unlab,
-            args.n_features,
-            args.alpha,
-            class_sep=args.class_sep,
-            n_subtypes=args.n_subtypes,
-            random_state=args.seed,
+    generator = args.generator
+    if generator == "auto":
+        size = paper_generator_bytes(
+            args.scenario, args.n_pos, args.n_unlab, args.n_features, args.n_subtypes
         )
+        generator = "paper" if size <= PAPER_GENERATOR_LIMIT else "chunked"
+        if generator == "chunked":
+            logger.info(
+                "the paper's generator would hold %.1f GiB; drawing the same distribution in "
+                "chunks instead (--generator paper to insist)",
+                size / 2**30,
+            )
+    try:
+        if generator == "paper":
+            chunks = make_pu_data(
+                args.scenario,
+                args.n_pos,
+                args.n_unlab,
+                args.n_features,
+                args.alpha,
+                class_sep=args.class_sep,
+                n_subtypes=args.n_subtypes,
+                random_state=args.seed,
+            ).split(args.partitions)
+        else:
+            total = args.n_pos + args.n_unlab
+            chunk_rows = min(-(-total // args.partitions), max(1, CHUNK_CELLS // args.n_features))
+            chunks = iter_pu_chunks(
+                args.scenario,
+                args.n_pos,
+                args.n_unlab,
+                args.n_features,
+                args.alpha,
+                chunk_rows=chunk_rows,
+                class_sep=args.class_sep,
+                n_subtypes=args.n_subtypes,
+                random_state=args.seed,
+            )
+        n_rows, true_alpha = write_pu_parquet(chunks, out)
     except ValueError as exc:
         raise UserError(f"cannot generate this data: {exc}") from None
-    write_pu_parquet(data, out, args.partitions)
-    print(f"wrote {data.label.size} rows to {out} (true alpha {data.true_alpha:.4f})")
-
-
-def write_pu_parquet(data, out: Path, partitions: int) -> None:
-    """Write a :class:`PUData` as Parquet (``f0..``, label, true_label, row_id), atomically."""
-    import shutil
-
-    frame = pd.DataFrame(data.X, columns=[f"f{i}" for i in range(data.X.shape[1])])
-    frame["label"] = data.label
-    frame["true_label"] = data.true_label
-    frame["row_id"] = np.arange(len(frame), dtype=np.int64)
-    staging = out.with_name(f".{out.name}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for i, chunk in enumerate(np.array_split(np.arange(len(frame)), partitions)):
-        frame.iloc[chunk].to_parquet(staging / f"part.{i}.parquet", index=False)
-    shutil.rmtree(out, ignore_errors=True)
-    staging.rename(out)
+    print(f"wrote {n_rows} rows to {out} (true alpha {true_alpha:.4f}, {generator} generator)")
 
 
 def _run(args: argparse.Namespace) -> dict:
@@ -248,10 +268,11 @@ def _demo(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="pulsnar-demo-") as tmp:
         data_dir = Path(tmp) / "snar.parquet"
         print("demo: writing synthetic SNAR data (P=2000, U=10000, 20 features, alpha 0.25)")
+        from .io import write_pu_parquet
         from .synthetic import make_pu_data
 
         data = make_pu_data("snar", 2000, 10000, 20, 0.25, class_sep=1.0, random_state=0)
-        write_pu_parquet(data, data_dir, 4)
+        write_pu_parquet(data.split(4), data_dir)
         run_args = build_parser().parse_args(
             [
                 "run",

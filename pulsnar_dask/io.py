@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dask.dataframe as dd
@@ -17,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import UserError
+from .synthetic import PUData
 
 logger = logging.getLogger(__name__)
 
@@ -163,3 +167,39 @@ def read_pu_parquet(
     if id_col not in columns:
         frame = with_row_ids(frame, id_col)
     return PUFrame(frame, list(features), label_col, id_col, true_label_col)
+
+
+def write_pu_parquet(chunks: Iterable[PUData], out: Path) -> tuple[int, float]:
+    """Write PU data as a local Parquet dataset, one part file per chunk, atomically.
+
+    Columns ``f0..f{d-1}``, ``label``, ``true_label`` and ``row_id`` (0, 1, ... across the
+    chunks in order). The parts are written to a hidden sibling directory that replaces
+    ``out`` only when all of them are written.
+
+    Returns
+    -------
+    (n_rows, true_alpha)
+        Rows written and the fraction of positives among the unlabeled ones.
+    """
+    out = Path(out)
+    staging = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    n_rows = n_unlabeled = n_hidden = 0
+    try:
+        for i, data in enumerate(chunks):
+            frame = pd.DataFrame(data.X, columns=[f"f{j}" for j in range(data.X.shape[1])])
+            frame["label"] = data.label
+            frame["true_label"] = data.true_label
+            frame["row_id"] = np.arange(n_rows, n_rows + data.label.size, dtype=np.int64)
+            frame.to_parquet(staging / f"part.{i}.parquet", index=False)
+            n_rows += data.label.size
+            unlabeled = data.label == 0
+            n_unlabeled += int(unlabeled.sum())
+            n_hidden += int((data.true_label[unlabeled] > 0).sum())
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    shutil.rmtree(out, ignore_errors=True)
+    staging.rename(out)
+    return n_rows, n_hidden / max(n_unlabeled, 1)

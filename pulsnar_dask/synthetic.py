@@ -8,6 +8,7 @@ every subtype equally while the unlabeled positives are skewed towards the later
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,13 +39,56 @@ class PUData:
         """Fraction of positives among the unlabeled rows."""
         return float(np.mean(self.true_label[self.label == 0] > 0))
 
+    def split(self, parts: int) -> list[PUData]:
+        """Split the rows, in order, into ``parts`` nearly equal pieces."""
+        return [
+            PUData(self.X[idx], self.label[idx], self.true_label[idx])
+            for idx in np.array_split(np.arange(self.label.size), parts)
+        ]
+
 
 def _split_counts(total: int, weights: np.ndarray) -> np.ndarray:
+    """Split ``total`` into integer counts proportional to ``weights`` (largest remainder)."""
     share = total * weights / weights.sum()
     counts = np.floor(share).astype(np.int64)
     order = np.argsort(-(share - counts), kind="stable")
     counts[order[: total - int(counts.sum())]] += 1
     return counts
+
+
+def _check(scenario: str, alpha: float) -> None:
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
+    if not 0 <= alpha < 1:
+        raise ValueError(f"alpha must be in [0, 1), got {alpha}")
+
+
+def pu_composition(
+    scenario: str, n_pos: int, n_unlab: int, alpha: float, n_subtypes: int = 5
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows per class among the labeled positives and among the unlabeled (DESIGN.md 6).
+
+    Returns
+    -------
+    (positive_counts, unlabeled_counts) : ndarray of int, shape (n_classes,)
+        Class 0 is negative; SCAR has classes 0-1, SNAR 0..n_subtypes.
+    """
+    _check(scenario, alpha)
+    if scenario == "scar":
+        hidden = round(n_unlab * alpha)
+        return np.array([0, n_pos]), np.array([round(n_unlab * (1 - alpha)), hidden])
+    hidden = int(n_unlab * alpha)
+    pos = np.r_[0, _split_counts(n_pos, np.ones(n_subtypes))]
+    unl = np.r_[int(n_unlab * (1 - alpha)), _split_counts(hidden, 2.0 ** np.arange(n_subtypes))]
+    return pos, unl
+
+
+def paper_generator_bytes(
+    scenario: str, n_pos: int, n_unlab: int, n_features: int, n_subtypes: int = 5
+) -> int:
+    """Bytes of the matrix :func:`make_pu_data` draws before picking its rows."""
+    n_classes = 2 if scenario == "scar" else n_subtypes + 1
+    return max(n_pos, n_unlab) * n_classes * 2 * n_features * 8
 
 
 def make_pu_data(
@@ -57,7 +101,10 @@ def make_pu_data(
     n_subtypes: int = 5,
     random_state: int = 0,
 ) -> PUData:
-    """Generate the paper's synthetic PU data.
+    """Generate the paper's synthetic PU data with ``sklearn``'s ``make_classification``.
+
+    Exactly the paper's construction; it draws ``max(n_pos, n_unlab) * n_classes * 2`` rows
+    first, so it needs that much memory (see :func:`iter_pu_chunks` for large data).
 
     Parameters
     ----------
@@ -83,11 +130,8 @@ def make_pu_data(
     PUData
         Rows in random order.
     """
-    if scenario not in SCENARIOS:
-        raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
-    if not 0 <= alpha < 1:
-        raise ValueError(f"alpha must be in [0, 1), got {alpha}")
-    n_classes = 2 if scenario == "scar" else n_subtypes + 1
+    pos_counts, unl_counts = pu_composition(scenario, n_pos, n_unlab, alpha, n_subtypes)
+    n_classes = pos_counts.size
     X, cls = make_classification(
         n_samples=max(n_pos, n_unlab) * n_classes * 2,
         n_features=n_features,
@@ -101,16 +145,16 @@ def make_pu_data(
         random_state=random_state,
     )
     members = [np.flatnonzero(cls == c) for c in range(n_classes)]
-    if scenario == "scar":
-        n_u_pos = round(n_unlab * alpha)
-        unl = [members[1][:n_u_pos], members[0][: round(n_unlab * (1 - alpha))]]
-        pos = [members[1][n_u_pos : n_u_pos + n_pos]]
-    else:
-        p_counts = _split_counts(n_pos, np.ones(n_subtypes))
-        u_counts = _split_counts(int(n_unlab * alpha), 2.0 ** np.arange(n_subtypes))
-        pos = [members[s + 1][: p_counts[s]] for s in range(n_subtypes)]
-        unl = [members[0][: int(n_unlab * (1 - alpha))]]
-        unl += [members[s + 1][p_counts[s] : p_counts[s] + u_counts[s]] for s in range(n_subtypes)]
+    # SCAR takes the hidden positives first, SNAR the labeled ones (the reference's order).
+    first_u = scenario == "scar"
+    pos, unl = [], []
+    for c in range(n_classes):
+        head, tail = (unl_counts[c], pos_counts[c]) if first_u else (pos_counts[c], unl_counts[c])
+        a, b = members[c][:head], members[c][head : head + tail]
+        pos.append(b if first_u else a)
+        unl.append(a if first_u else b)
+    if first_u:
+        unl.reverse()  # hidden positives before negatives, as the reference lists them
     pos_idx, unl_idx = np.concatenate(pos), np.concatenate(unl)
     rows = np.concatenate([pos_idx, unl_idx])
     label = np.r_[np.ones(pos_idx.size), np.zeros(unl_idx.size)].astype(np.int8)
@@ -120,3 +164,85 @@ def make_pu_data(
         label=label[order],
         true_label=cls[rows][order].astype(np.int8),
     )
+
+
+@dataclass(frozen=True)
+class ClassModel:
+    """The distribution ``make_classification`` draws from, sampled a chunk at a time.
+
+    Class ``c`` is ``N(0, I) @ factors[c] + centroids[c]``: centroids on distinct vertices
+    of the hypercube with half-side ``class_sep``, factors uniform in [-1, 1], as
+    ``make_classification`` does with every feature informative and one cluster per class.
+    """
+
+    centroids: np.ndarray
+    factors: np.ndarray
+
+    @classmethod
+    def create(
+        cls, n_classes: int, n_features: int, class_sep: float, rng: np.random.Generator
+    ) -> ClassModel:
+        if n_features < 63 and 2**n_features < n_classes:
+            raise ValueError(f"{n_features} features cannot hold {n_classes} distinct classes")
+        vertices: set[tuple[int, ...]] = set()
+        while len(vertices) < n_classes:
+            vertices.add(tuple(rng.integers(0, 2, n_features).tolist()))
+        centroids = (np.array(sorted(vertices), dtype=float) * 2 - 1) * class_sep
+        centroids = centroids[rng.permutation(n_classes)]
+        factors = 2 * rng.random((n_classes, n_features, n_features)) - 1
+        return cls(centroids, factors)
+
+    def sample(self, c: int, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Return ``n`` rows of class ``c`` as float32, shape (n, n_features)."""
+        z = rng.standard_normal((n, self.centroids.shape[1]))
+        return (z @ self.factors[c] + self.centroids[c]).astype(np.float32)
+
+
+def iter_pu_chunks(
+    scenario: str,
+    n_pos: int,
+    n_unlab: int,
+    n_features: int,
+    alpha: float,
+    chunk_rows: int = 50_000,
+    class_sep: float = 0.3,
+    n_subtypes: int = 5,
+    random_state: int = 0,
+) -> Iterator[PUData]:
+    """Generate the paper's synthetic PU data in chunks, for data too large to build whole.
+
+    The same composition as :func:`make_pu_data` (:func:`pu_composition`) and the same
+    distribution (:class:`ClassModel`), but drawn chunk by chunk, so memory is bounded by
+    ``chunk_rows`` rather than by ``max(n_pos, n_unlab) * n_classes * 2`` rows. Each chunk
+    holds its share of every (label, class) group, in random order; chunks together
+    hold exactly the composition. The rows differ from :func:`make_pu_data`'s.
+
+    Yields
+    ------
+    PUData
+        ``ceil((n_pos + n_unlab) / chunk_rows)`` chunks, deterministic in ``random_state``.
+    """
+    pos_counts, unl_counts = pu_composition(scenario, n_pos, n_unlab, alpha, n_subtypes)
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
+    model = ClassModel.create(
+        pos_counts.size, n_features, class_sep, np.random.default_rng([random_state, 0])
+    )
+    n_chunks = max(1, -(-(n_pos + n_unlab) // chunk_rows))
+    groups = [(1, c, n) for c, n in enumerate(pos_counts)] + [
+        (0, c, n) for c, n in enumerate(unl_counts)
+    ]
+    shares = np.array([_split_counts(int(n), np.ones(n_chunks)) for _, _, n in groups])
+    for i in range(n_chunks):
+        rng = np.random.default_rng([random_state, i + 1])
+        parts = [
+            (model.sample(c, int(n), rng), lab, c)
+            for (lab, c, _), n in zip(groups, shares[:, i], strict=True)
+            if n
+        ]
+        order = rng.permutation(sum(len(x) for x, _, _ in parts))
+        yield PUData(
+            X=np.concatenate([x for x, _, _ in parts])[order],
+            label=np.concatenate([np.full(len(x), lab, np.int8) for x, lab, _ in parts])[order],
+            true_label=np.concatenate([np.full(len(x), c, np.int8) for x, _, c in parts])[order],
+        )

@@ -7,7 +7,8 @@ import socket
 from pathlib import Path
 
 from pulsnar_dask import PUData, make_pu_data
-from pulsnar_dask.cli import main, write_pu_parquet
+from pulsnar_dask.cli import main
+from pulsnar_dask.io import write_pu_parquet
 
 
 def free_port() -> int:
@@ -19,7 +20,7 @@ def free_port() -> int:
 def small_snar(path: Path, partitions: int = 1, seed: int = 0) -> PUData:
     """Write a small SNAR data set (600 positives, 3000 unlabeled, 3 subtypes) and return it."""
     data = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=1.5, n_subtypes=3, random_state=seed)
-    write_pu_parquet(data, path, partitions)
+    write_pu_parquet(data.split(partitions), path)
     return data
 
 

@@ -124,6 +124,19 @@ def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
     assert not list(out.glob("_staging*"))
 
 
+def test_synth_chunked_generator_writes_the_same_schema(tmp_path, capsys):
+    out = tmp_path / "big"
+    args = ["synth", "--scenario", "snar", "--n-pos", "300", "--n-unlab", "3000",
+            "--n-features", "4", "--alpha", "0.2", "--out", str(out), "--partitions", "4",
+            "--generator", "chunked"]  # fmt: skip
+    assert run_cli(args, capsys)[0] == 0
+    frame = pd.read_parquet(out)
+    assert len(list(out.glob("*.parquet"))) == 4
+    assert list(frame.columns) == ["f0", "f1", "f2", "f3", "label", "true_label", "row_id"]
+    assert sorted(frame.row_id) == list(range(3300))
+    assert (frame.true_label[frame.label == 0] > 0).mean() == pytest.approx(0.2)
+
+
 def _module_synth(out, n_features):
     return subprocess.run(
         [sys.executable, "-m", "pulsnar_dask", "synth", "--scenario", "snar", "--n-pos", "20",

@@ -8,8 +8,8 @@ import pytest
 from helpers import start_cli, wait_for_text
 
 from pulsnar_dask import PULSNAR, make_pu_data
-from pulsnar_dask.cli import write_pu_parquet
 from pulsnar_dask.cluster import ProcessCluster
+from pulsnar_dask.io import write_pu_parquet
 
 pytestmark = pytest.mark.cluster
 
@@ -23,7 +23,7 @@ def medium_data():
 def medium(tmp_path_factory, medium_data):
     """SNAR data large enough for a run of tens of seconds on three workers."""
     path = tmp_path_factory.mktemp("medium") / "snar.parquet"
-    write_pu_parquet(medium_data, path, 6)
+    write_pu_parquet(medium_data.split(6), path)
     return path
 
 

@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import pytest
 
 from pulsnar_dask import make_pu_data
@@ -64,3 +65,60 @@ def test_unlabeled_subsample_keeps_positives_and_the_ratio():
     np.testing.assert_array_equal(unlabeled_subsample(ids[perm], labels[perm], 10, 3), keep[perm])
     assert unlabeled_subsample(ids, labels, None, 3) is None
     assert unlabeled_subsample(ids, labels, 100, 3) is None  # 4900 unlabeled < 100 x 100
+
+
+def _class_counts(chunks):
+    label = np.concatenate([c.label for c in chunks])
+    true = np.concatenate([c.true_label for c in chunks])
+    return [np.bincount(true[label == v], minlength=6).tolist() for v in (1, 0)]
+
+
+@pytest.mark.parametrize("scenario,alpha", [("snar", 0.3), ("snar", 0.05), ("scar", 0.2)])
+def test_chunked_generator_has_the_papers_composition(scenario, alpha):
+    from pulsnar_dask.synthetic import iter_pu_chunks
+
+    paper = make_pu_data(scenario, 1000, 3000, 6, alpha, random_state=2)
+    chunks = list(iter_pu_chunks(scenario, 1000, 3000, 6, alpha, chunk_rows=900, random_state=2))
+    sizes = [c.label.size for c in chunks]
+    assert len(sizes) == 5 and sum(sizes) == 4000 and max(sizes) <= 900
+    assert _class_counts(chunks) == _class_counts([paper])
+    again = list(iter_pu_chunks(scenario, 1000, 3000, 6, alpha, chunk_rows=900, random_state=2))
+    np.testing.assert_array_equal(chunks[3].X, again[3].X)
+    other = next(iter_pu_chunks(scenario, 1000, 3000, 6, alpha, chunk_rows=900, random_state=3))
+    assert not np.array_equal(chunks[0].X, other.X)
+
+
+def test_chunked_generator_draws_make_classifications_distribution():
+    """Class means on distinct hypercube vertices (+-class_sep); covariance factors' A^T A."""
+    from pulsnar_dask.synthetic import ClassModel
+
+    rng = np.random.default_rng(0)
+    model = ClassModel.create(6, 4, 0.7, rng)
+    assert np.all(np.abs(model.centroids) == 0.7)
+    assert len({tuple(c) for c in model.centroids}) == 6
+    x = model.sample(2, 200_000, rng).astype(float)
+    np.testing.assert_allclose(x.mean(axis=0), model.centroids[2], atol=0.02)
+    a = model.factors[2]
+    np.testing.assert_allclose(np.cov(x.T), a.T @ a, atol=0.05)
+    with pytest.raises(ValueError, match="cannot hold 6 distinct classes"):
+        ClassModel.create(6, 2, 0.3, rng)
+
+
+def test_write_pu_parquet_round_trip_and_nothing_left_on_failure(tmp_path):
+    from pulsnar_dask.io import write_pu_parquet
+
+    data = make_pu_data("snar", 200, 600, 5, 0.3, random_state=0)
+    n_rows, true_alpha = write_pu_parquet(data.split(3), tmp_path / "d")
+    frame = pd.read_parquet(tmp_path / "d").sort_values("row_id")
+    assert n_rows == 800 and true_alpha == pytest.approx(data.true_alpha)
+    assert frame.row_id.tolist() == list(range(800))
+    np.testing.assert_array_equal(frame[[f"f{i}" for i in range(5)]].to_numpy(), data.X)
+    np.testing.assert_array_equal(frame.true_label.to_numpy(), data.true_label)
+
+    def failing():
+        yield data
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_pu_parquet(failing(), tmp_path / "e")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
