@@ -155,6 +155,26 @@ def combine_cluster_probabilities(probabilities: np.ndarray) -> np.ndarray:
     return 1.0 - np.prod(1.0 - p, axis=0)
 
 
+def reliability_curve(
+    y_true: np.ndarray, probabilities: np.ndarray, n_bins: int = 10
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean probability and fraction of positives in equal-width bins of [0, 1].
+
+    Returns
+    -------
+    (mean_probability, fraction_positive, count) : ndarrays of shape (n_bins,)
+        Bins without rows have NaN means and count 0.
+    """
+    y = np.asarray(y_true, dtype=float)
+    p = np.asarray(probabilities, dtype=float)
+    bins = np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
+    count = np.bincount(bins, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_p = np.bincount(bins, weights=p, minlength=n_bins) / count
+        mean_y = np.bincount(bins, weights=y, minlength=n_bins) / count
+    return mean_p, mean_y, count
+
+
 def expected_calibration_error(
     y_true: np.ndarray, probabilities: np.ndarray, n_bins: int = 10
 ) -> float:
@@ -165,12 +185,7 @@ def expected_calibration_error(
     float
         ``sum_b (n_b / n) |mean(y in b) - mean(p in b)|``.
     """
-    y = np.asarray(y_true, dtype=float)
-    p = np.asarray(probabilities, dtype=float)
-    bins = np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
-    count = np.bincount(bins, minlength=n_bins)
-    gap = np.abs(
-        np.bincount(bins, weights=y, minlength=n_bins)
-        - np.bincount(bins, weights=p, minlength=n_bins)
-    )
+    mean_p, mean_y, count = reliability_curve(y_true, probabilities, n_bins)
+    filled = count > 0
+    gap = count[filled] * np.abs(mean_y[filled] - mean_p[filled])
     return float(gap.sum() / max(1, count.sum()))

@@ -42,7 +42,7 @@ from .metrics import classification_metrics
 from .pu import (
     PUConfig,
     SubproblemResult,
-    calibrate_subproblem,
+    calibrated_on_rows,
     canonical_subproblem,
     check_subproblem,
     choose_mixture,
@@ -88,6 +88,9 @@ class JobResult:
     true_labels : ndarray or None
     estimates : list of AlphaEstimate
         First iteration's densities and objective, per cluster.
+    subproblems : list of SubproblemResult
+        First iteration's subproblems (row ids, labels, out-of-fold probabilities), per
+        cluster: what calibration works from.
     bic : ndarray
         BIC curve (empty for PULSCAR or a fixed cluster count).
     metrics : dict or None
@@ -113,6 +116,7 @@ class JobResult:
     improved: np.ndarray | None
     true_labels: np.ndarray | None
     estimates: list[AlphaEstimate]
+    subproblems: list[SubproblemResult]
     bic: np.ndarray
     metrics: dict[str, dict[str, float]] | None
     engine: str
@@ -524,9 +528,7 @@ def run_job(
     calibrated = improved = metrics = None
     if calibrate_probabilities or classify:
         stage("calibrating probabilities")
-        calibrated = combine_on_rows(
-            row_ids, [(r.row_ids, calibrate_subproblem(r, config, seed)) for r in first]
-        )
+        calibrated = calibrated_on_rows(row_ids, first, config, seed)
     if classify:
         stage("classification: retraining on recovered labels")
         improved = client.submit(
@@ -567,6 +569,7 @@ def run_job(
         improved=improved,
         true_labels=true_labels,
         estimates=[r.estimate for r in first],
+        subproblems=first,
         bic=bic,
         metrics=metrics,
         engine=chosen_engine,

@@ -23,6 +23,7 @@ from .pu import (
     PUConfig,
     SubproblemResult,
     calibrate_subproblem,
+    calibrated_on_rows,
     choose_mixture,
     combine_on_rows,
     fit_mixture_size,
@@ -368,9 +369,7 @@ class PULSNAR(PULSCAR):
         self.cluster_estimates_ = [r.estimate for r in first]
         self.oof_proba_ = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
         if self.calibration or self.classify:
-            self.calibrated_proba_ = combine_on_rows(
-                row_ids, [(r.row_ids, calibrate_subproblem(r, config, seed)) for r in first]
-            )
+            self.calibrated_proba_ = calibrated_on_rows(row_ids, first, config, seed)
         if self.classify:
             self._classify(X_arr, y_arr, row_ids, config)
         return self

@@ -366,6 +366,22 @@ def calibrate_subproblem(result: SubproblemResult, config: PUConfig, seed: int) 
     )
 
 
+def calibrated_on_rows(
+    row_ids: np.ndarray, subproblems: list[SubproblemResult], config: PUConfig, seed: int
+) -> np.ndarray:
+    """Calibrate each subproblem with its alpha and combine them onto ``row_ids``.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        PULSNAR's ``1 - prod_c (1 - p_c)`` of the calibrated probabilities (for one
+        subproblem, its calibrated probabilities); NaN for rows in no subproblem.
+    """
+    return combine_on_rows(
+        row_ids, [(r.row_ids, calibrate_subproblem(r, config, seed)) for r in subproblems]
+    )
+
+
 def combine_on_rows(row_ids: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     """Combine per-subproblem probabilities onto all rows: ``1 - prod_c (1 - p_c)``.
 

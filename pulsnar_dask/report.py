@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .calibration import expected_calibration_error
+from .calibration import expected_calibration_error, reliability_curve
 from .engine import JobResult
 
 MAX_PANELS = 6
@@ -86,6 +86,26 @@ def bic_plot(result: JobResult) -> bytes:
     return _png(fig)
 
 
+def plot_reliability(
+    ax: plt.Axes, truth: np.ndarray, curves: dict[str, np.ndarray], n_bins: int = 10
+) -> None:
+    """Draw reliability curves (fraction positive against mean probability per bin).
+
+    ``curves`` maps a legend label to probabilities aligned with the 0/1 ``truth``; rows
+    with a NaN probability are left out. The legend shows each curve's ECE.
+    """
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.6)
+    for label, proba in curves.items():
+        ok = np.isfinite(proba)
+        mean_p, mean_y, count = reliability_curve(truth[ok], proba[ok], n_bins)
+        ece = expected_calibration_error(truth[ok], proba[ok], n_bins)
+        filled = count > 0
+        ax.plot(mean_p[filled], mean_y[filled], marker="o", label=f"{label} (ECE {ece:.3f})")
+    ax.set_xlabel("predicted probability")
+    ax.set_ylabel("fraction positive")
+    ax.legend(fontsize=8)
+
+
 def calibration_plot(result: JobResult, n_bins: int = 10) -> bytes:
     """Reliability curves of uncalibrated and calibrated probabilities against true labels."""
     truth = (result.true_labels > 0).astype(float)
@@ -93,24 +113,9 @@ def calibration_plot(result: JobResult, n_bins: int = 10) -> bytes:
     for ax, (name, rows) in zip(
         axes, (("P + U", np.ones(truth.size, bool)), ("U only", result.labels == 0)), strict=True
     ):
-        ax.plot([0, 1], [0, 1], color="grey", lw=0.6)
-        for label, proba in (
-            ("uncalibrated", result.probability),
-            ("calibrated", result.calibrated),
-        ):
-            ok = rows & np.isfinite(proba)
-            p, y = proba[ok], truth[ok]
-            bins = np.minimum((p * n_bins).astype(int), n_bins - 1)
-            count = np.bincount(bins, minlength=n_bins)
-            filled = count > 0
-            mean_p = np.bincount(bins, p, n_bins)[filled] / count[filled]
-            mean_y = np.bincount(bins, y, n_bins)[filled] / count[filled]
-            ece = expected_calibration_error(y, p, n_bins)
-            ax.plot(mean_p, mean_y, marker="o", label=f"{label} (ECE {ece:.3f})")
+        curves = {"uncalibrated": result.probability[rows], "calibrated": result.calibrated[rows]}
+        plot_reliability(ax, truth[rows], curves, n_bins)
         ax.set_title(name)
-        ax.set_xlabel("predicted probability")
-        ax.set_ylabel("fraction positive")
-        ax.legend(fontsize=8)
     return _png(fig)
 
 

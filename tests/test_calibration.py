@@ -98,3 +98,15 @@ def test_expected_calibration_error_known_value():
     p = np.array([0.05, 0.15, 0.85, 0.95])
     # two bins: |0 - 0.1| and |1 - 0.9|, each half the rows
     assert expected_calibration_error(y, p, n_bins=2) == pytest.approx(0.1)
+
+
+def test_reliability_curve_known_bins():
+    from pulsnar_dask.calibration import reliability_curve
+
+    y = np.array([0, 1, 1, 1, 0])
+    p = np.array([0.1, 0.3, 0.9, 1.0, 0.8])
+    mean_p, mean_y, count = reliability_curve(y, p, n_bins=4)
+    assert count.tolist() == [1, 1, 0, 3]
+    np.testing.assert_allclose(mean_p[[0, 1, 3]], [0.1, 0.3, 0.9])
+    np.testing.assert_allclose(mean_y[[0, 1, 3]], [0, 1, 2 / 3])
+    assert np.isnan(mean_p[2]) and np.isnan(mean_y[2])
