@@ -40,34 +40,40 @@ def load_paper_results(path: str | Path | None = None) -> pd.DataFrame:
     return pd.read_csv(path or PAPER_RESULTS)
 
 
-def summarize_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Summarise runs per (dataset, algorithm, true alpha).
+def summarize_runs(
+    runs: pd.DataFrame,
+    by: tuple[str, ...] = ("dataset", "algorithm", "true_alpha"),
+    truth: str = "true_alpha",
+) -> pd.DataFrame:
+    """Summarise runs per group (by default per dataset, algorithm and true alpha).
 
     Parameters
     ----------
     runs : DataFrame
-        Columns ``dataset``, ``algorithm``, ``true_alpha``, ``alpha``.
+        Columns ``by``, ``truth`` and ``alpha`` (one row per run).
+    by : tuple of str
+        Grouping columns.
+    truth : str
+        Column holding each run's true alpha, the errors are taken against it.
 
     Returns
     -------
     DataFrame
-        ``runs``, ``mean``, ``ci_low``, ``ci_high``, ``mae`` per group.
+        The ``by`` columns, ``true_alpha`` (mean of ``truth``), ``runs``, ``mean``,
+        ``ci_low``, ``ci_high`` (95% t interval of the mean estimate) and ``mae``.
     """
     rows = []
-    for (dataset, algorithm, true_alpha), group in runs.groupby(
-        ["dataset", "algorithm", "true_alpha"], sort=True
-    ):
+    for keys, group in runs.groupby(list(by), sort=True):
         mean, lo, hi = mean_ci(group["alpha"].to_numpy())
         rows.append(
             {
-                "dataset": dataset,
-                "algorithm": algorithm,
-                "true_alpha": true_alpha,
+                **dict(zip(by, keys, strict=True)),
+                "true_alpha": float(group[truth].mean()),
                 "runs": len(group),
                 "mean": mean,
                 "ci_low": lo,
                 "ci_high": hi,
-                "mae": float(np.mean(np.abs(group["alpha"] - group["true_alpha"]))),
+                "mae": float(np.mean(np.abs(group["alpha"] - group[truth]))),
             }
         )
     return pd.DataFrame(rows)
