@@ -49,12 +49,13 @@ from .pu import (
     combine_on_rows,
     estimate_subproblem,
     fit_mixture_size,
+    importance_gain,
     improved_probabilities,
     make_clustering,
     mixture_sizes,
     select_features,
 )
-from .scoring import booster_params, fold_probabilities, gain_importance
+from .scoring import booster_params, fold_probabilities
 
 logger = logging.getLogger(__name__)
 
@@ -182,9 +183,7 @@ def _fold_task(data, fold, config, seed):
 
 def _gain_task(parts, features, label, id_col, config, seed):
     X, y, ids = _rows(parts, features, label, id_col)
-    order = np.argsort(ids, kind="stable")
-    params = booster_params(config.xgb_params, seed, config.n_threads)
-    return gain_importance(X[order], y[order], params, config.n_rounds)
+    return importance_gain(X, y, ids, config, seed)
 
 
 def _clustering_task(parts, features, label, id_col, gain):

@@ -27,13 +27,13 @@ from .pu import (
     choose_mixture,
     combine_on_rows,
     fit_mixture_size,
+    importance_gain,
     improved_probabilities,
     make_clustering,
     mixture_sizes,
     run_subproblem,
     select_features,
 )
-from .scoring import booster_params, gain_importance
 
 logger = logging.getLogger(__name__)
 
@@ -254,6 +254,9 @@ class PULSNAR(PULSCAR):
         the knee in 25; benchmarks/results/synthetic_pulsnar_minbic.md).
     max_cluster_features : int or None, default 32
         Cluster on at most this many top-gain features.
+    max_cluster_rows : int or None, default 20000
+        Fit the mixtures on at most this many positives (a seeded sample); every positive
+        is then assigned to a cluster.
     covariance_type : {"full", "diag", "spherical"}, default "full"
 
     Attributes
@@ -296,6 +299,7 @@ class PULSNAR(PULSCAR):
         max_clusters: int = 10,
         cluster_selection: str = "min",
         max_cluster_features: int | None = 32,
+        max_cluster_rows: int | None = 20_000,
         covariance_type: str = "full",
     ):
         super().__init__(
@@ -319,6 +323,7 @@ class PULSNAR(PULSCAR):
         self.max_clusters = max_clusters
         self.cluster_selection = cluster_selection
         self.max_cluster_features = max_cluster_features
+        self.max_cluster_rows = max_cluster_rows
         self.covariance_type = covariance_type
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:
@@ -333,15 +338,14 @@ class PULSNAR(PULSCAR):
             cluster_selection=self.cluster_selection,
             covariance_type=self.covariance_type,
             max_cluster_features=self.max_cluster_features,
+            max_cluster_rows=self.max_cluster_rows,
         )
         if isinstance(X, dd.DataFrame):
             return self._fit_dask(X, y, client, "pulsnar", config)
         X_arr, y_arr = _as_arrays(X, y)
         row_ids = np.arange(y_arr.size)
         seed = self.random_state
-        gain = gain_importance(
-            X_arr, y_arr, booster_params(config.xgb_params, seed, config.n_threads), config.n_rounds
-        )
+        gain = importance_gain(X_arr, y_arr, row_ids, config, seed)
         positives = np.flatnonzero(y_arr == 1)
         model_features, cluster_features = select_features(gain, config)
         Z = clustering_matrix(X_arr[positives][:, cluster_features], gain[cluster_features])

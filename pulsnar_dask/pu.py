@@ -33,7 +33,7 @@ from .density import (
     KERNEL_NORMALIZATIONS,
 )
 from .folds import assign_folds, unlabeled_subsample
-from .scoring import DEFAULT_N_ROUNDS, booster_params, out_of_fold_probabilities
+from .scoring import DEFAULT_N_ROUNDS, booster_params, gain_importance, out_of_fold_probabilities
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +79,9 @@ class PUConfig:
         First covariance type of the mixtures.
     max_cluster_features : int or None
         Cap on the number of top-gain features the positives are clustered on.
+    max_cluster_rows : int or None
+        Cap on the positives the mixtures are fitted on (a seeded sample); all positives
+        are then assigned to the chosen mixture's components.
     calibration_method : {"isotonic", "sigmoid"}
     calibration_data : {"PU", "U"}
     """
@@ -100,6 +103,7 @@ class PUConfig:
     cluster_selection: str = "min"
     covariance_type: str = "full"
     max_cluster_features: int | None = 32
+    max_cluster_rows: int | None = 20_000
     calibration_method: str = "isotonic"
     calibration_data: str = "PU"
 
@@ -247,8 +251,40 @@ def mixture_random_state(n_components: int, seed: int) -> int:
     return 100 + n_components + 1000 * seed
 
 
+def importance_gain(
+    X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
+) -> np.ndarray:
+    """Gain importance of XGBoost on every positive and the capped unlabeled rows.
+
+    Rows are taken in canonical (row id) order and the unlabeled ones subsampled as in
+    the subproblems (``config.max_unlabeled_ratio``), so the model does not depend on row
+    order and its cost does not grow with the unlabeled rows beyond the cap.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+        Average gain per feature; 0 for features never split on.
+    """
+    order = np.argsort(row_ids, kind="stable")
+    labels = np.asarray(labels)[order]
+    keep = unlabeled_subsample(np.asarray(row_ids)[order], labels, config.max_unlabeled_ratio, seed)
+    rows = order if keep is None else order[keep]
+    params = booster_params(config.xgb_params, seed, config.n_threads)
+    return gain_importance(
+        X[rows], np.asarray(labels if keep is None else labels[keep]), params, config.n_rounds
+    )
+
+
 def fit_mixture_size(Z: np.ndarray, n_components: int, config: PUConfig, seed: int) -> MixtureFit:
-    """Fit the mixture of one size for the BIC curve (one task of the fan-out)."""
+    """Fit the mixture of one size for the BIC curve (one task of the fan-out).
+
+    With more than ``config.max_cluster_rows`` positives the mixture is fitted (and its
+    BIC taken) on that many of them, drawn with the seed; every positive is assigned
+    afterwards by :func:`pulsnar_dask.clustering.cluster_labels`.
+    """
+    if config.max_cluster_rows is not None and len(Z) > config.max_cluster_rows:
+        rng = np.random.default_rng(seed)
+        Z = Z[np.sort(rng.choice(len(Z), config.max_cluster_rows, replace=False))]
     return fit_mixture(
         Z,
         n_components,

@@ -83,3 +83,20 @@ def test_mixture_survives_repeated_values_with_a_logged_fallback(caplog):
         fit = fit_mixture(Z, 5, random_state=1)
     assert np.isfinite(fit.bic)
     assert fit.n_components == 5
+
+
+def test_mixtures_fit_on_a_seeded_sample_of_many_positives():
+    from pulsnar_dask.pu import PUConfig, fit_mixture_size
+
+    rng = np.random.default_rng(0)
+    Z = np.r_[rng.normal(0, 1, (3000, 2)), rng.normal(8, 1, (3000, 2))]
+    capped = PUConfig(max_cluster_rows=500)
+    fit = fit_mixture_size(Z, 2, capped, seed=1)
+    again = fit_mixture_size(Z, 2, capped, seed=1)
+    assert fit.bic == again.bic
+    full = fit_mixture_size(Z, 2, PUConfig(max_cluster_rows=None), seed=1)
+    # BIC of 500 rows is about 500/6000 of the BIC of all rows; the means are the same.
+    assert abs(fit.bic) < abs(full.bic) / 5
+    np.testing.assert_allclose(
+        np.sort(fit.model.means_[:, 0]), np.sort(full.model.means_[:, 0]), atol=0.2
+    )

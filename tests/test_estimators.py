@@ -80,3 +80,18 @@ def test_bad_options():
         PULSCAR(n_folds=1).fit(d.X, d.label)
     with pytest.raises(ValueError, match="bandwidth bounds"):
         PULSCAR(bandwidth_bounds=(0.5, 0.1)).fit(d.X, d.label)
+
+
+def test_importance_gain_is_row_order_free_and_caps_the_unlabeled():
+    from pulsnar_dask.pu import PUConfig, importance_gain
+
+    d = make_pu_data("scar", 100, 2000, 5, 0.2, class_sep=1.0, random_state=0)
+    ids = np.arange(d.label.size) * 7 + 3
+    perm = np.random.default_rng(1).permutation(d.label.size)
+    config = PUConfig(n_threads=1, max_unlabeled_ratio=2.0)
+    gain = importance_gain(d.X, d.label, ids, config, seed=0)
+    np.testing.assert_array_equal(
+        importance_gain(d.X[perm], d.label[perm], ids[perm], config, 0), gain
+    )
+    uncapped = importance_gain(d.X, d.label, ids, config.with_(max_unlabeled_ratio=None), 0)
+    assert (gain > 0).any() and not np.array_equal(gain, uncapped)
