@@ -1,15 +1,24 @@
-"""PULSCAR's alpha: the fraction of positives among the unlabeled, from two densities.
+"""Alpha, the fraction of positives among the unlabeled, from classifier probabilities.
 
-With beta-kernel densities ``f_p`` (labeled positives) and ``f_u`` (unlabeled) on the same
-grid and bandwidth, ``err(a) = min_z (f_u(z) - a f_p(z))`` over candidates
-``a = 0, 0.0001, ..., 0.9999``; the objective is ``log10(|err(a)| + eps)`` and the estimate
-is the candidate where the slope of the objective changes most (DESIGN.md section 6).
+``kernel`` (PULSCAR, DESIGN.md section 6): with beta-kernel densities ``f_p`` (labeled
+positives) and ``f_u`` (unlabeled) on the same grid and bandwidth,
+``err(a) = min_z (f_u(z) - a f_p(z))`` over candidates ``a = 0, 0.0001, ..., 0.9999``; the
+objective is ``log10(|err(a)| + eps)`` and the estimate is the candidate where the slope
+of the objective changes most.
+
+``tail``: the smallest ratio of tail probabilities ``P_U(p >= t) / P_P(p >= t)`` over ten
+thresholds ``t`` at quantiles of the positives' probabilities from the median up to the
+``1 - tail_fraction`` quantile (the mixture-proportion bound of Blanchard, Lee and Scott
+2010, read off the top half of the positives' score range). PULSNAR uses it for its
+cluster subproblems: there the unlabeled rows hold other clusters' positives, which score
+in the middle of the range, and the kernel objective's sharpest kink lands on that plateau
+(benchmarks/results/README.md).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,7 +35,10 @@ from .density import (
 logger = logging.getLogger(__name__)
 
 ALPHA_REGIONS = ("upper", "all")
+ALPHA_ESTIMATORS = ("kernel", "tail")
 CANDIDATES = np.arange(10000) / 10000.0
+DEFAULT_TAIL_FRACTION = 0.1
+TAIL_THRESHOLDS = 10
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,11 @@ class AlphaEstimate:
         ``"upper"`` (grid points above 0.5) or ``"all"``.
     exact : bool
         Whether the kernel was averaged over the raw probabilities (oracle path).
+    estimator : str
+        ``"kernel"`` (alpha from the objective) or ``"tail"`` (from the tail ratios).
+    tail_thresholds, tail_ratios : ndarray
+        Thresholds and ``P_U(p >= t) / P_P(p >= t)`` of the tail estimator (empty for
+        ``kernel``).
     """
 
     alpha: float
@@ -65,6 +82,9 @@ class AlphaEstimate:
     objective: np.ndarray
     region: str
     exact: bool
+    estimator: str = "kernel"
+    tail_thresholds: np.ndarray = field(default_factory=lambda: np.empty(0))
+    tail_ratios: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
 def alpha_objective(
@@ -120,6 +140,37 @@ def alpha_from_objective(objective: np.ndarray) -> float:
     return float(CANDIDATES[1:][i])
 
 
+def tail_ratios(
+    probabilities: np.ndarray, labels: np.ndarray, tail_fraction: float = DEFAULT_TAIL_FRACTION
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ratio of unlabeled to positive tail probabilities at a few thresholds.
+
+    Parameters
+    ----------
+    probabilities, labels : ndarray of shape (n,)
+        Out-of-fold probabilities; labels 1 positive, 0 unlabeled.
+    tail_fraction : float
+        The thresholds are ``TAIL_THRESHOLDS`` quantiles of the positives' probabilities,
+        evenly spaced from the median to the ``1 - tail_fraction`` quantile. Few fixed
+        thresholds keep the minimum from chasing noise, which a minimum over every
+        threshold does (biased low by 0.01-0.03 in the benchmarks).
+
+    Returns
+    -------
+    (thresholds, ratios) : ndarrays of shape (TAIL_THRESHOLDS,)
+        Ascending thresholds ``t`` and ``P_U(p >= t) / P_P(p >= t)``.
+    """
+    if not 0 < tail_fraction < 0.5:
+        raise ValueError(f"tail_fraction must be in (0, 0.5), got {tail_fraction}")
+    p, y = _check_inputs(probabilities, labels)
+    pos, unl = np.sort(p[y == 1]), np.sort(p[y == 0])
+    quantiles = np.linspace(0.5, 1.0 - tail_fraction, TAIL_THRESHOLDS)
+    thresholds = np.quantile(pos, quantiles, method="inverted_cdf")
+    tail_p = 1.0 - np.searchsorted(pos, thresholds, side="left") / pos.size
+    tail_u = 1.0 - np.searchsorted(unl, thresholds, side="left") / unl.size
+    return thresholds, tail_u / tail_p
+
+
 def _check_inputs(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p = np.asarray(probabilities, dtype=float).ravel()
     y = np.asarray(labels).ravel()
@@ -147,6 +198,8 @@ def estimate_alpha(
     fine_bins: int = DEFAULT_FINE_BINS,
     kernel_normalization: str = "point",
     random_state: int | None = 0,
+    estimator: str = "kernel",
+    tail_fraction: float = DEFAULT_TAIL_FRACTION,
 ) -> AlphaEstimate:
     """Estimate the fraction of positives among the unlabeled (PULSCAR).
 
@@ -176,12 +229,21 @@ def estimate_alpha(
         ``grid``: the paper's mean kernel, normalised once over the grid.
     random_state : int or None
         Seed of the global bandwidth search.
+    estimator : {"kernel", "tail"}
+        Alpha from the kernel objective (PULSCAR) or from the smallest tail ratio (see
+        the module docstring); the densities and objective are computed either way.
+    tail_fraction : float
+        Share of the positives the tail estimator keeps above its thresholds.
 
     Returns
     -------
     AlphaEstimate
         ``.alpha`` is the estimate; the rest is kept for plots and diagnostics.
     """
+    if estimator not in ALPHA_ESTIMATORS:
+        raise ValueError(
+            f"unknown alpha estimator {estimator!r}; choose one of {', '.join(ALPHA_ESTIMATORS)}"
+        )
     if bin_method not in BIN_METHODS:
         raise ValueError(
             f"unknown bin method {bin_method!r}; choose one of {', '.join(BIN_METHODS)}"
@@ -205,8 +267,15 @@ def estimate_alpha(
     f_p = beta_kernel_density(sample_p, grid, bandwidth, kernel_normalization)
     f_u = beta_kernel_density(sample_u, grid, bandwidth, kernel_normalization)
     objective = alpha_objective(f_p, f_u, grid, region)
-    alpha = alpha_from_objective(objective)
-    logger.debug("alpha=%.4f bandwidth=%.4f bins=%d region=%s", alpha, bandwidth, k, region)
+    thresholds = ratios = np.empty(0)
+    if estimator == "kernel":
+        alpha = alpha_from_objective(objective)
+    else:
+        thresholds, ratios = tail_ratios(p, y, tail_fraction)
+        alpha = float(min(ratios.min(), CANDIDATES[-1]))
+    logger.debug(
+        "alpha=%.4f (%s) bandwidth=%.4f bins=%d region=%s", alpha, estimator, bandwidth, k, region
+    )
     return AlphaEstimate(
         alpha=alpha,
         bandwidth=bandwidth,
@@ -218,4 +287,7 @@ def estimate_alpha(
         objective=objective,
         region=region,
         exact=exact,
+        estimator=estimator,
+        tail_thresholds=thresholds,
+        tail_ratios=ratios,
     )

@@ -116,6 +116,13 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--max-clusters", type=_positive_int(1), default=10)
     run.add_argument("--cluster-selection", choices=("min", "knee"), default="min")
     run.add_argument("--bin-method", choices=BIN_METHODS, default="rice")
+    run.add_argument(
+        "--alpha-estimator",
+        choices=("auto", "kernel", "tail"),
+        default="auto",
+        help="alpha from the beta-kernel objective or the smallest tail ratio; auto: "
+        "kernel for pulscar, tail for pulsnar's clusters",
+    )
     run.add_argument("--folds", type=_positive_int(2), default=5)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--iterations", type=_positive_int(1), default=1)
@@ -208,6 +215,7 @@ def _run(args: argparse.Namespace) -> dict:
         max_clusters=args.max_clusters,
         n_clusters=args.n_clusters,
         cluster_selection=args.cluster_selection,
+        alpha_estimator=args.alpha_estimator,
         max_unlabeled_ratio=args.max_unlabeled_ratio or None,
     )
     with connect(args.scheduler, args.cluster_config, args.n_workers) as client:

@@ -396,7 +396,7 @@ def run_job(
         raise UserError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     if iterations < 1:
         raise UserError(f"--iterations must be at least 1, got {iterations}")
-    config = config or PUConfig()
+    config = (config or PUConfig()).for_method(method)
     if config.n_threads is None:
         # Parallelism comes from concurrent tasks: one XGBoost thread per task.
         config = config.with_(n_threads=1)

@@ -62,6 +62,9 @@ _COMMON_DOC = """
         Bin-count rule of the beta-kernel densities.
     alpha_region : {"upper", "all"}, default "upper"
         Grid points (``z > 0.5`` or all) the alpha objective is minimised over.
+    alpha_estimator : {"auto", "kernel", "tail"}, default "auto"
+        Alpha from the beta-kernel objective or the smallest tail ratio; ``auto`` is the
+        kernel for PULSCAR and the tail ratio for PULSNAR's clusters.
     bandwidth_search : {"local", "global"}, default "local"
     bandwidth_bounds : (float, float), default (0.05, 0.5)
         Bandwidth search interval (the reference's is (0.01, 0.5)).
@@ -121,6 +124,7 @@ class PULSCAR(BaseEstimator):
         n_folds: int = 5,
         bin_method: str = "rice",
         alpha_region: str = "upper",
+        alpha_estimator: str = "auto",
         bandwidth_search: str = "local",
         bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
         kernel_normalization: str = "point",
@@ -137,6 +141,7 @@ class PULSCAR(BaseEstimator):
         self.n_folds = n_folds
         self.bin_method = bin_method
         self.alpha_region = alpha_region
+        self.alpha_estimator = alpha_estimator
         self.bandwidth_search = bandwidth_search
         self.bandwidth_bounds = bandwidth_bounds
         self.kernel_normalization = kernel_normalization
@@ -150,11 +155,12 @@ class PULSCAR(BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def _config(self, **extra: Any) -> PUConfig:
+    def _config(self, method: str, **extra: Any) -> PUConfig:
         return PUConfig(
             n_folds=self.n_folds,
             bin_method=self.bin_method,
             alpha_region=self.alpha_region,
+            alpha_estimator=self.alpha_estimator,
             bandwidth_search=self.bandwidth_search,
             bandwidth_bounds=tuple(self.bandwidth_bounds),
             kernel_normalization=self.kernel_normalization,
@@ -165,7 +171,7 @@ class PULSCAR(BaseEstimator):
             calibration_method=self.calibration or "isotonic",
             calibration_data=self.calibration_data,
             **extra,
-        )
+        ).for_method(method)
 
     def _finish(self, alphas: list[float]) -> None:
         self.alphas_ = np.asarray(alphas)
@@ -213,7 +219,7 @@ class PULSCAR(BaseEstimator):
         and series (fitted on ``client``'s cluster, or the default client's); the fitted
         vectors are then in row order.
         """
-        config = self._config()
+        config = self._config("pulscar")
         if isinstance(X, dd.DataFrame):
             return self._fit_dask(X, y, client, "pulscar", config)
         X_arr, y_arr = _as_arrays(X, y)
@@ -283,6 +289,7 @@ class PULSNAR(PULSCAR):
         n_folds: int = 5,
         bin_method: str = "rice",
         alpha_region: str = "upper",
+        alpha_estimator: str = "auto",
         bandwidth_search: str = "local",
         bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
         kernel_normalization: str = "point",
@@ -306,6 +313,7 @@ class PULSNAR(PULSCAR):
             n_folds=n_folds,
             bin_method=bin_method,
             alpha_region=alpha_region,
+            alpha_estimator=alpha_estimator,
             bandwidth_search=bandwidth_search,
             bandwidth_bounds=bandwidth_bounds,
             kernel_normalization=kernel_normalization,
@@ -333,6 +341,7 @@ class PULSNAR(PULSCAR):
         :meth:`PULSCAR.fit`).
         """
         config = self._config(
+            "pulsnar",
             max_clusters=self.max_clusters,
             n_clusters=self.n_clusters,
             cluster_selection=self.cluster_selection,

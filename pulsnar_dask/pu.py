@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .alpha import AlphaEstimate, estimate_alpha
+from .alpha import ALPHA_ESTIMATORS, DEFAULT_TAIL_FRACTION, AlphaEstimate, estimate_alpha
 from .binning import BIN_METHODS
 from .calibration import CALIBRATION_DATA, CALIBRATION_METHODS, calibrate
 from .clustering import (
@@ -50,6 +50,13 @@ class PUConfig:
         Bin-count rule of the densities.
     alpha_region : {"upper", "all"}
         Grid points the alpha objective's minimum is taken over.
+    alpha_estimator : {"auto", "kernel", "tail"}
+        How a subproblem's alpha is read from its probabilities (see
+        :mod:`pulsnar_dask.alpha`). ``auto``: the kernel objective for PULSCAR, the tail
+        ratio for PULSNAR's cluster subproblems (:meth:`for_method`); measured on the
+        paper's SNAR benchmarks (benchmarks/results/README.md).
+    tail_fraction : float
+        Share of the positives the tail estimator keeps above its thresholds.
     bandwidth_search : {"local", "global"}
     bandwidth_error : {"mse", "js"}
     bandwidth_bounds : (float, float)
@@ -89,6 +96,8 @@ class PUConfig:
     n_folds: int = 5
     bin_method: str = "rice"
     alpha_region: str = "upper"
+    alpha_estimator: str = "auto"
+    tail_fraction: float = DEFAULT_TAIL_FRACTION
     bandwidth_search: str = "local"
     bandwidth_error: str = "mse"
     bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS
@@ -111,6 +120,7 @@ class PUConfig:
         choices = {
             "bin_method": BIN_METHODS,
             "alpha_region": ("upper", "all"),
+            "alpha_estimator": ("auto", *ALPHA_ESTIMATORS),
             "bandwidth_search": BANDWIDTH_SEARCHES,
             "bandwidth_error": BANDWIDTH_ERRORS,
             "kernel_normalization": KERNEL_NORMALIZATIONS,
@@ -127,6 +137,8 @@ class PUConfig:
         low, high = self.bandwidth_bounds
         if not 0 < low < high:
             raise ValueError(f"bandwidth bounds must satisfy 0 < low < high, got {low}, {high}")
+        if not 0 < self.tail_fraction < 0.5:
+            raise ValueError(f"tail_fraction must be in (0, 0.5), got {self.tail_fraction}")
         if self.n_folds < 2:
             raise ValueError(f"n_folds must be at least 2, got {self.n_folds}")
         if self.max_clusters < 1:
@@ -137,6 +149,12 @@ class PUConfig:
     def with_(self, **changes: Any) -> PUConfig:
         """Return a copy with some settings changed."""
         return replace(self, **changes)
+
+    def for_method(self, method: str) -> PUConfig:
+        """Resolve ``alpha_estimator="auto"`` for ``method`` ("pulscar" or "pulsnar")."""
+        if self.alpha_estimator != "auto":
+            return self
+        return self.with_(alpha_estimator="tail" if method == "pulsnar" else "kernel")
 
 
 @dataclass(frozen=True)
@@ -189,6 +207,8 @@ def estimate_subproblem(
         kernel_normalization=config.kernel_normalization,
         exact=config.exact_density,
         random_state=seed,
+        estimator="kernel" if config.alpha_estimator == "auto" else config.alpha_estimator,
+        tail_fraction=config.tail_fraction,
     )
     return SubproblemResult(row_ids, labels, proba, estimate)
 

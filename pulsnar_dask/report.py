@@ -62,13 +62,24 @@ def densities_plot(result: JobResult) -> bytes:
 
 
 def objective_plot(result: JobResult) -> bytes:
-    """The alpha objective with the chosen alpha, per subproblem."""
-    fig, axes = _panels(len(result.estimates), r"Alpha objective $\log_{10}(|err(a)| + \epsilon)$")
+    """What each subproblem's alpha was read from, with the chosen alpha.
+
+    The kernel objective ``log10(|err(a)| + eps)`` over candidates, or, for the tail
+    estimator, the tail ratios ``P_U(p >= t) / P_P(p >= t)`` over thresholds.
+    """
+    fig, axes = _panels(len(result.estimates), "How alpha was read off")
     for ax, est in zip(axes, result.estimates, strict=False):
-        ax.plot(est.candidates, est.objective, color="tab:purple", lw=0.8)
-        ax.axvline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
-        ax.set_xlim(0, min(1.0, max(0.05, 3 * est.alpha)))
-        ax.set_xlabel("candidate alpha")
+        if est.estimator == "tail":
+            ax.plot(est.tail_thresholds, est.tail_ratios, marker="o", color="tab:purple", lw=0.8)
+            ax.axhline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
+            ax.set_xlabel("threshold t (positives' quantiles)")
+            ax.set_ylabel(r"$P_U(p \geq t) / P_P(p \geq t)$")
+        else:
+            ax.plot(est.candidates, est.objective, color="tab:purple", lw=0.8)
+            ax.axvline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
+            ax.set_xlim(0, min(1.0, max(0.05, 3 * est.alpha)))
+            ax.set_xlabel("candidate alpha")
+            ax.set_ylabel(r"$\log_{10}(|err(a)| + \epsilon)$")
         ax.legend(fontsize=7)
     return _png(fig)
 

@@ -94,3 +94,38 @@ def test_bad_options_are_refused():
         estimate_alpha(p, y, bin_method="x")
     with pytest.raises(ValueError, match="unknown alpha region"):
         estimate_alpha(p, y, region="x")
+
+
+def test_tail_ratios_known_answer():
+    from pulsnar_dask.alpha import tail_ratios
+
+    pos = np.arange(1, 11) / 10
+    unl = np.array([0.55, 0.65, 0.95] + [0.05] * 7)
+    p = np.r_[pos, unl]
+    y = np.r_[np.ones(10), np.zeros(10)].astype(int)
+    thresholds, ratios = tail_ratios(p, y, tail_fraction=0.1)
+    # ten quantiles of the positives from the median to the 0.9 quantile
+    np.testing.assert_allclose(thresholds, [0.5, 0.6, 0.6, 0.7, 0.7, 0.8, 0.8, 0.9, 0.9, 0.9])
+    # P_U(p >= t) / P_P(p >= t) at 0.5 .. 0.9: 0.3/0.6, 0.2/0.5, 0.1/0.4, 0.1/0.3, 0.1/0.2
+    expected = {0.5: 0.5, 0.6: 0.4, 0.7: 0.25, 0.8: 1 / 3, 0.9: 0.5}
+    np.testing.assert_allclose(ratios, [expected[round(t, 1)] for t in thresholds])
+    assert estimate_alpha(p, y, estimator="tail").alpha == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="tail_fraction"):
+        tail_ratios(p, y, tail_fraction=0.5)
+
+
+def test_tail_estimator_reads_the_share_at_the_top():
+    """Hidden positives score like the labeled ones; negatives and another subtype stay
+    below the positives' top decile: the tail sees the share, the kernel need not."""
+    pos = np.linspace(0.3, 1.0, 1000)
+    hidden = pos[::5]  # 200 rows, the positives' distribution
+    rng = np.random.default_rng(0)
+    others = np.r_[rng.uniform(0, 0.3, 500), rng.uniform(0.4, 0.7, 300)]
+    p = np.r_[pos, hidden, others]
+    y = np.r_[np.ones(1000), np.zeros(1000)].astype(int)
+    est = estimate_alpha(p, y, estimator="tail")
+    assert est.estimator == "tail" and est.alpha == pytest.approx(0.2, abs=0.01)
+    assert est.tail_ratios.min() == pytest.approx(est.alpha)
+    assert estimate_alpha(p, y).tail_ratios.size == 0
+    with pytest.raises(ValueError, match="unknown alpha estimator"):
+        estimate_alpha(p, y, estimator="median")

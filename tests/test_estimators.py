@@ -95,3 +95,19 @@ def test_importance_gain_is_row_order_free_and_caps_the_unlabeled():
     )
     uncapped = importance_gain(d.X, d.label, ids, config.with_(max_unlabeled_ratio=None), 0)
     assert (gain > 0).any() and not np.array_equal(gain, uncapped)
+
+
+def test_alpha_estimator_auto_is_kernel_for_pulscar_and_tail_for_pulsnar_clusters(snar):
+    from pulsnar_dask.pu import PUConfig
+
+    assert PUConfig().for_method("pulscar").alpha_estimator == "kernel"
+    assert PUConfig().for_method("pulsnar").alpha_estimator == "tail"
+    assert PUConfig(alpha_estimator="kernel").for_method("pulsnar").alpha_estimator == "kernel"
+    model = PULSNAR(random_state=0, n_jobs=1).fit(snar.X, snar.label)
+    assert {e.estimator for e in model.cluster_estimates_} == {"tail"}
+    assert PULSCAR(random_state=0, n_jobs=1).fit(snar.X, snar.label).alpha_estimate_.estimator == (
+        "kernel"
+    )
+    kernel = PULSNAR(random_state=0, n_jobs=1, alpha_estimator="kernel").fit(snar.X, snar.label)
+    assert {e.estimator for e in kernel.cluster_estimates_} == {"kernel"}
+    assert abs(model.alpha_ - snar.true_alpha) < 0.05
