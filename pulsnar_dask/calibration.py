@@ -117,24 +117,68 @@ def calibrate(
     ndarray of shape (n,)
         Calibrated probabilities in [0, 1] for every row.
     """
-    if method not in CALIBRATION_METHODS:
-        raise ValueError(
-            f"unknown calibration method {method!r}; choose one of {CALIBRATION_METHODS}"
-        )
     if data not in CALIBRATION_DATA:
         raise ValueError(f"unknown calibration data {data!r}; choose one of {CALIBRATION_DATA}")
+    y = np.asarray(labels)
+    new_labels = relabeled(probabilities, y, alpha, n_bins, random_state)
+    return fit_calibration(probabilities, new_labels, y == 0 if data == "U" else None, method)
+
+
+def relabeled(
+    probabilities: np.ndarray,
+    labels: np.ndarray,
+    alpha: float,
+    n_bins: int = 100,
+    random_state: int | np.random.Generator | None = 0,
+) -> np.ndarray:
+    """Algorithm 3's new labels: the positives and the flipped unlabeled rows are 1.
+
+    Returns
+    -------
+    ndarray of float of shape (n,)
+        0/1 labels (see :func:`flip_labels` for which unlabeled rows are flipped).
+    """
     p = np.asarray(probabilities, dtype=float)
     y = np.asarray(labels)
     unlabeled = y == 0
     new_labels = (y == 1).astype(float)
     new_labels[unlabeled] = flip_labels(p[y == 1], p[unlabeled], alpha, n_bins, random_state)
-    fit_rows = slice(None) if data == "PU" else unlabeled
+    return new_labels
+
+
+def fit_calibration(
+    probabilities: np.ndarray,
+    new_labels: np.ndarray,
+    fit_rows: np.ndarray | None = None,
+    method: str = "isotonic",
+) -> np.ndarray:
+    """Regress new labels on probabilities and return every row's calibrated probability.
+
+    Parameters
+    ----------
+    probabilities, new_labels : ndarray of shape (n,)
+    fit_rows : ndarray of bool or None
+        Rows the regression is fitted on (``None``: all).
+    method : {"isotonic", "sigmoid"}
+        Isotonic regression (``y_min=0, y_max=1``, clipped) or logistic regression.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Calibrated probabilities in [0, 1].
+    """
+    if method not in CALIBRATION_METHODS:
+        raise ValueError(
+            f"unknown calibration method {method!r}; choose one of {CALIBRATION_METHODS}"
+        )
+    p = np.asarray(probabilities, dtype=float)
+    rows = slice(None) if fit_rows is None else fit_rows
     if method == "isotonic":
         model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
-        model.fit(p[fit_rows], new_labels[fit_rows])
+        model.fit(p[rows], new_labels[rows])
         return model.predict(p)
     model = LogisticRegression()
-    model.fit(p[fit_rows].reshape(-1, 1), new_labels[fit_rows])
+    model.fit(p[rows].reshape(-1, 1), new_labels[rows])
     return model.predict_proba(p.reshape(-1, 1))[:, 1]
 
 

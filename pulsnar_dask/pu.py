@@ -17,7 +17,13 @@ import numpy as np
 
 from .alpha import ALPHA_ESTIMATORS, DEFAULT_TAIL_FRACTION, AlphaEstimate, estimate_alpha
 from .binning import BIN_METHODS
-from .calibration import CALIBRATION_DATA, CALIBRATION_METHODS, calibrate
+from .calibration import (
+    CALIBRATION_DATA,
+    CALIBRATION_METHODS,
+    calibrate,
+    fit_calibration,
+    relabeled,
+)
 from .clustering import (
     CLUSTER_SELECTIONS,
     MIN_CLUSTER_SIZE,
@@ -425,17 +431,38 @@ def calibrate_subproblem(result: SubproblemResult, config: PUConfig, seed: int) 
 def calibrated_on_rows(
     row_ids: np.ndarray, subproblems: list[SubproblemResult], config: PUConfig, seed: int
 ) -> np.ndarray:
-    """Calibrate each subproblem with its alpha and combine them onto ``row_ids``.
+    """Calibrated probabilities of every row from one or more subproblems (Algorithm 3).
+
+    ``U`` data: each subproblem is calibrated on its unlabeled rows with its alpha and the
+    results combined as ``1 - prod_c (1 - p_c)`` (the paper). ``PU`` data: each subproblem
+    flips its unlabeled rows with its alpha, and one regression of the union of the new
+    labels on the combined probabilities is fitted over all rows. For a single
+    subproblem the two readings coincide; for PULSNAR's clusters the per-cluster P+U fits
+    rate labeled positives against their own cluster's small share of the rows, and the
+    single fit halves the expected calibration error on the paper's SNAR data
+    (benchmarks/results/README.md).
 
     Returns
     -------
     ndarray of shape (n,)
-        PULSNAR's ``1 - prod_c (1 - p_c)`` of the calibrated probabilities (for one
-        subproblem, its calibrated probabilities); NaN for rows in no subproblem.
+        Calibrated probabilities aligned with ``row_ids``; NaN for rows in no subproblem.
     """
-    return combine_on_rows(
-        row_ids, [(r.row_ids, calibrate_subproblem(r, config, seed)) for r in subproblems]
-    )
+    if config.calibration_data == "U":
+        return combine_on_rows(
+            row_ids, [(r.row_ids, calibrate_subproblem(r, config, seed)) for r in subproblems]
+        )
+    raw = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in subproblems])
+    new_labels = combine_on_rows(
+        row_ids,
+        [
+            (r.row_ids, relabeled(r.probabilities, r.labels, r.alpha, random_state=seed))
+            for r in subproblems
+        ],
+    )  # 1 - prod(1 - l) of 0/1 labels: the union
+    out = np.full(len(row_ids), np.nan)
+    seen = np.isfinite(raw)
+    out[seen] = fit_calibration(raw[seen], new_labels[seen], None, config.calibration_method)
+    return out
 
 
 def combine_on_rows(row_ids: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -110,3 +112,53 @@ def test_reliability_curve_known_bins():
     np.testing.assert_allclose(mean_p[[0, 1, 3]], [0.1, 0.3, 0.9])
     np.testing.assert_allclose(mean_y[[0, 1, 3]], [0, 1, 2 / 3])
     assert np.isnan(mean_p[2]) and np.isnan(mean_y[2])
+
+
+def _subproblem(ids, labels, proba, alpha):
+    from pulsnar_dask.alpha import estimate_alpha
+    from pulsnar_dask.pu import SubproblemResult
+
+    est = estimate_alpha(proba, labels)
+    return SubproblemResult(ids, labels, proba, replace(est, alpha=alpha))
+
+
+def test_calibrated_on_rows_one_subproblem_is_algorithm_3():
+    from pulsnar_dask.pu import PUConfig, calibrate_subproblem, calibrated_on_rows
+
+    rng = np.random.default_rng(0)
+    labels = (rng.random(3000) < 0.3).astype(np.int8)
+    proba = np.clip(rng.beta(2, 5, 3000) + 0.4 * labels, 0, 1)
+    ids = np.arange(3000)
+    sub = _subproblem(ids, labels, proba, 0.2)
+    for data in ("PU", "U"):
+        config = PUConfig(calibration_data=data)
+        np.testing.assert_allclose(
+            calibrated_on_rows(ids[::-1], [sub], config, 3),
+            calibrate_subproblem(sub, config, 3)[::-1],
+        )
+
+
+def test_calibrated_on_rows_pu_fits_the_union_of_cluster_flips():
+    """Two clusters share the unlabeled rows: the P+U fit keeps the mean of the union of
+    the new labels (isotonic regression preserves it); rows in no subproblem stay NaN."""
+    from pulsnar_dask.calibration import relabeled
+    from pulsnar_dask.pu import PUConfig, calibrated_on_rows
+
+    rng = np.random.default_rng(1)
+    unl = np.arange(100, 2100)
+    subs = []
+    for c, pos in enumerate((np.arange(0, 50), np.arange(50, 100))):
+        ids = np.r_[pos, unl]
+        labels = np.r_[np.ones(50), np.zeros(unl.size)].astype(np.int8)
+        proba = np.clip(rng.beta(2, 6, ids.size) + 0.5 * labels, 0, 1)
+        subs.append(_subproblem(ids, labels, proba, 0.1 + 0.05 * c))
+    all_ids = np.arange(2101)  # 2100 is in no subproblem
+    out = calibrated_on_rows(all_ids, subs, PUConfig(), seed=0)
+    assert np.isnan(out[2100]) and np.isfinite(out[:2100]).all()
+    union = np.zeros(2100)
+    for s in subs:
+        union[s.row_ids] = np.maximum(
+            union[s.row_ids], relabeled(s.probabilities, s.labels, s.alpha, random_state=0)
+        )
+    assert out[:2100].mean() == pytest.approx(union.mean())
+    assert union[unl].sum() > round(0.15 * unl.size)  # more than either cluster's flips
