@@ -112,6 +112,9 @@ class PULSCAR(BaseEstimator):
         Out-of-fold probabilities (mean over iterations).
     alpha_estimate_ : AlphaEstimate
         Densities and objective of the first iteration, for plots.
+    subproblems_ : list of SubproblemResult
+        The first iteration's subproblems (row ids, labels, out-of-fold probabilities,
+        estimate), from which alpha can be re-read with other settings.
     calibrated_proba_ : ndarray of shape (n,)
         With ``calibration``.
     improved_proba_ : ndarray of shape (n,)
@@ -205,6 +208,7 @@ class PULSCAR(BaseEstimator):
         self.cluster_alphas_ = np.asarray(result.cluster_alphas)
         self.cluster_estimates_ = result.estimates
         self.alpha_estimate_ = result.estimates[0]
+        self.subproblems_ = result.subproblems
         self.oof_proba_ = result.probability
         if result.calibrated is not None:
             self.calibrated_proba_ = result.calibrated
@@ -232,6 +236,7 @@ class PULSCAR(BaseEstimator):
         self.n_clusters_ = 1
         self.cluster_alphas_ = np.array([self.alpha_])
         self.alpha_estimate_: AlphaEstimate = results[0].estimate
+        self.subproblems_ = results[:1]
         self.oof_proba_ = np.mean([r.probabilities for r in results], axis=0)
         if self.calibration or self.classify:
             self.calibrated_proba_ = calibrate_subproblem(results[0], config, self.random_state)
@@ -276,6 +281,8 @@ class PULSNAR(PULSCAR):
         BIC curve, cluster of each positive, features used.
     cluster_estimates_ : list of AlphaEstimate
         First iteration's densities per cluster.
+    subproblems_ : list of SubproblemResult
+        First iteration's cluster subproblems.
     oof_proba_ : ndarray of shape (n,)
         ``1 - prod_c (1 - p_c)`` of the clusters' out-of-fold probabilities; NaN for
         positives of skipped clusters.
@@ -380,6 +387,7 @@ class PULSNAR(PULSCAR):
         self.cluster_alphas_ = np.mean([[r.alpha for r in it] for it in iterations], axis=0)
         first = iterations[0]
         self.cluster_estimates_ = [r.estimate for r in first]
+        self.subproblems_ = first
         self.oof_proba_ = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
         if self.calibration or self.classify:
             self.calibrated_proba_ = calibrated_on_rows(row_ids, first, config, seed)

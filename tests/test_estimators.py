@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
-from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
+from pulsnar_dask import PULSCAR, PULSNAR, estimate_alpha, make_pu_data
 from pulsnar_dask.metrics import classification_metrics
 
 
@@ -105,6 +105,11 @@ def test_alpha_estimator_auto_is_kernel_for_pulscar_and_tail_for_pulsnar_cluster
     assert PUConfig(alpha_estimator="kernel").for_method("pulsnar").alpha_estimator == "kernel"
     model = PULSNAR(random_state=0, n_jobs=1).fit(snar.X, snar.label)
     assert {e.estimator for e in model.cluster_estimates_} == {"tail"}
+    reread = [
+        estimate_alpha(r.probabilities, r.labels, estimator="tail").alpha
+        for r in model.subproblems_
+    ]
+    np.testing.assert_allclose(reread, model.cluster_alphas_)
     assert PULSCAR(random_state=0, n_jobs=1).fit(snar.X, snar.label).alpha_estimate_.estimator == (
         "kernel"
     )
