@@ -117,7 +117,7 @@ class PUConfig:
     n_clusters: int | None = None
     cluster_selection: str = "min"
     covariance_type: str = "full"
-    max_cluster_features: int | None = 100
+    max_cluster_features: int | None = 32
     max_cluster_rows: int | None = 5000
     calibration_method: str = "isotonic"
     calibration_data: str = "PU"
