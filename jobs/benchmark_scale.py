@@ -26,6 +26,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
     parser.add_argument("--data", type=Path, default=Path("/tmp/pulsnar-scale"))
     parser.add_argument("--method", default="pulsnar")
+    parser.add_argument(
+        "--n-clusters", type=int, default=None, help="fix PULSNAR's cluster count (fan-out size)"
+    )
+    parser.add_argument("--name", default="scale", help="results file name")
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -37,9 +41,12 @@ def main() -> None:
             true_alpha = synthetic_parquet(
                 path, "snar", n_unlab // 20, n_unlab, 100, 0.2, partitions=partitions, chunked=True
             )
-            extra = []
+            extra = ["--n-clusters", str(args.n_clusters)] if args.n_clusters else []
             if n_unlab == max(args.sizes):
-                extra = ["--performance-report", str(RESULTS / "scale_performance_report.html")]
+                extra += [
+                    "--performance-report",
+                    str(RESULTS / f"{args.name}_performance_report.html"),
+                ]
             summary = timed_run(
                 [
                     "--input",
@@ -70,9 +77,10 @@ def main() -> None:
             print(rows[-1], flush=True)
     table = pd.DataFrame(rows)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    table.to_csv(RESULTS / "scale.csv", index=False)
+    table.to_csv(RESULTS / f"{args.name}.csv", index=False)
     lines = [
-        f"# {args.method.upper()} scale run: 2 separately started workers, P = U/20, 100 features",
+        f"# {args.method.upper()} scale run: 2 separately started workers, P = U/20, 100 "
+        f"features{f', --n-clusters {args.n_clusters}' if args.n_clusters else ''}",
         "",
         "| U | rows | wall (s) | job (s) | us per row | client peak RSS (MiB) | alpha "
         "| true alpha | clusters | engine |",
@@ -84,7 +92,7 @@ def main() -> None:
             f"{r['us_per_row']:.1f} | {r['client_peak_rss_mib']:.0f} | {r['alpha']:.4f} | "
             f"{r['true_alpha']:.4f} | {r['n_clusters']} | {r['engine']} |"
         )
-    (RESULTS / "scale.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
