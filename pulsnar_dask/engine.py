@@ -64,6 +64,8 @@ ENGINES = ("auto", "task", "dask")
 # A subproblem runs as one task when its feature matrix is below this share of the
 # smallest worker's memory limit (XGBoost needs a few copies of it).
 TASK_MEMORY_SHARE = 0.15
+# Below this labeled-vs-unlabeled AUC the run warns that alpha is poorly identified.
+WEAK_PU_AUC = 0.6
 
 
 @dataclass
@@ -136,6 +138,7 @@ class JobResult:
             "seconds": round(self.seconds, 3),
             "stage_seconds": self.timings,
             "engine": self.engine,
+            "pu_auc": [round(r.pu_auc, 4) for r in self.subproblems],
         }
         if len(self.alphas) > 1:
             _, low, high = mean_ci(np.asarray(self.alphas))
@@ -520,6 +523,14 @@ def run_job(
         per_iteration = [results[i * len(kept) : (i + 1) * len(kept)] for i in range(iterations)]
         n_clusters = clustering.n_clusters
     mark("scoring")
+    for i, r in enumerate(per_iteration[0]):
+        if r.pu_auc < WEAK_PU_AUC:
+            logger.warning(
+                "subproblem %d: the classifier hardly tells labeled positives from unlabeled "
+                "rows (out-of-fold AUC %.3f); alpha is poorly identified from these features",
+                i + 1,
+                r.pu_auc,
+            )
     alphas = [float(sum(r.alpha for r in it)) for it in per_iteration]
     alpha = float(np.mean(alphas))
     first = per_iteration[0]

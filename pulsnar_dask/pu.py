@@ -39,6 +39,7 @@ from .density import (
     KERNEL_NORMALIZATIONS,
 )
 from .folds import assign_folds, unlabeled_subsample
+from .metrics import roc_auc
 from .scoring import DEFAULT_N_ROUNDS, booster_params, gain_importance, out_of_fold_probabilities
 
 logger = logging.getLogger(__name__)
@@ -186,6 +187,12 @@ class SubproblemResult:
     def alpha(self) -> float:
         return self.estimate.alpha
 
+    @property
+    def pu_auc(self) -> float:
+        """ROC AUC of the probabilities for labeled positives against unlabeled rows: how
+        well the classifier separates them (0.5: not at all)."""
+        return roc_auc(self.labels == 1, self.probabilities)
+
 
 def check_subproblem(labels: np.ndarray, config: PUConfig) -> None:
     """Refuse a subproblem with fewer positives or unlabeled rows than folds."""
@@ -291,14 +298,14 @@ def importance_gain(
     ndarray of shape (n_features,)
         Average gain per feature; 0 for features never split on.
     """
+    labels = np.asarray(labels)
     order = np.argsort(row_ids, kind="stable")
-    labels = np.asarray(labels)[order]
-    keep = unlabeled_subsample(np.asarray(row_ids)[order], labels, config.max_unlabeled_ratio, seed)
+    keep = unlabeled_subsample(
+        np.asarray(row_ids)[order], labels[order], config.max_unlabeled_ratio, seed
+    )
     rows = order if keep is None else order[keep]
     params = booster_params(config.xgb_params, seed, config.n_threads)
-    return gain_importance(
-        X[rows], np.asarray(labels if keep is None else labels[keep]), params, config.n_rounds
-    )
+    return gain_importance(X[rows], labels[rows], params, config.n_rounds)
 
 
 def fit_mixture_size(Z: np.ndarray, n_components: int, config: PUConfig, seed: int) -> MixtureFit:

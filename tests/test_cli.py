@@ -92,6 +92,8 @@ def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
     )
     assert status == 0, err
     assert json.loads((out / "summary.json").read_text()) == summary
+    assert len(summary["pu_auc"]) == len(summary["cluster_alphas"])
+    assert min(summary["pu_auc"]) > 0.6 and "hardly tells" not in err
     for key in (
         "method",
         "alpha",
@@ -253,6 +255,20 @@ def test_non_numeric_columns_are_skipped_with_a_warning(tmp_path, caplog):
         puf = read_pu_parquet(str(tmp_path / "mixed.parquet"))
     assert puf.features == ["f0"]
     assert "skipping non-numeric column(s): name" in caplog.text
+
+
+def test_features_that_cannot_separate_labels_get_a_warning(tmp_path, capsys, caplog):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(1200, 3)), columns=["f0", "f1", "f2"])
+    frame["label"] = (rng.random(1200) < 0.3).astype(int)  # independent of the features
+    frame.to_parquet(tmp_path / "noise.parquet", index=False)
+    args = ["run", "--input", str(tmp_path / "noise.parquet"), "--method", "pulscar",
+            "--out", str(tmp_path / "out"), "--n-workers", "1"]  # fmt: skip
+    with caplog.at_level("WARNING"):
+        status, summary, err = run_cli(args, capsys)
+    assert status == 0, err
+    assert summary["pu_auc"][0] < 0.6
+    assert "hardly tells labeled positives from unlabeled rows" in caplog.text
 
 
 def test_finished_run_is_not_overwritten_without_the_flag(data, tmp_path, capsys):
