@@ -51,13 +51,12 @@ from pulsnar_dask.benchmarking import (
 from pulsnar_dask.calibration import expected_calibration_error
 from pulsnar_dask.cluster import connect
 from pulsnar_dask.engine import run_job
-from pulsnar_dask.io import PUFrame
+from pulsnar_dask.io import PUFrame, pu_frame
 from pulsnar_dask.metrics import METRIC_NAMES
 from pulsnar_dask.pu import PUConfig, calibrated_on_rows
 from pulsnar_dask.report import plot_reliability
 from pulsnar_dask.shuttle import FRACTIONS as SHUTTLE_FRACTIONS
 from pulsnar_dask.shuttle import read_shuttle, shuttle_pu_data
-from pulsnar_dask.synthetic import PUData
 
 ROOT = Path(__file__).resolve().parents[1]
 SHUTTLE = ROOT.parent / "shared" / "data" / "shuttle" / "shuttle.trn"
@@ -95,22 +94,16 @@ def benchmarks(quick: bool) -> list[Benchmark]:
     ]
 
 
-def _frame(data: PUData) -> pd.DataFrame:
-    frame = pd.DataFrame(data.X, columns=[f"f{i}" for i in range(data.X.shape[1])])
-    frame["label"] = data.label
-    frame["true_label"] = data.true_label
-    frame["row_id"] = np.arange(len(frame), dtype=np.int64)
-    return frame
-
-
 def make_frame(name: str, setting: float, seed: int, shuttle: tuple | None) -> pd.DataFrame:
     """Build one run's data (runs on a worker)."""
     if name == "SNAR_shuttle":
-        return _frame(shuttle_pu_data(*shuttle, setting, random_state=seed))
+        return pu_frame(shuttle_pu_data(*shuttle, setting, random_state=seed))
     if name == "SNAR_large":
-        return _frame(make_pu_data("snar", 5000, int(setting), 100, LARGE_ALPHA, random_state=seed))
+        return pu_frame(
+            make_pu_data("snar", 5000, int(setting), 100, LARGE_ALPHA, random_state=seed)
+        )
     scenario = "snar" if name.startswith("SNAR") else "scar"
-    return _frame(make_pu_data(scenario, 2000, 6000, 50, setting, random_state=seed))
+    return pu_frame(make_pu_data(scenario, 2000, 6000, 50, setting, random_state=seed))
 
 
 def n_features(name: str) -> int:

@@ -182,23 +182,6 @@ def fit_calibration(
     return model.predict_proba(p.reshape(-1, 1))[:, 1]
 
 
-def combine_cluster_probabilities(probabilities: np.ndarray) -> np.ndarray:
-    """Combine per-cluster probabilities: ``1 - prod_c (1 - p_c)``.
-
-    Parameters
-    ----------
-    probabilities : ndarray of shape (n_clusters, n)
-        Each cluster's calibrated probability for the same rows.
-
-    Returns
-    -------
-    ndarray of shape (n,)
-        Probability of belonging to at least one cluster's positive class.
-    """
-    p = np.asarray(probabilities, dtype=float)
-    return 1.0 - np.prod(1.0 - p, axis=0)
-
-
 def reliability_curve(
     y_true: np.ndarray, probabilities: np.ndarray, n_bins: int = 10
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

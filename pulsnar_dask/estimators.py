@@ -22,7 +22,6 @@ from .pu import (
     Clustering,
     PUConfig,
     SubproblemResult,
-    calibrate_subproblem,
     calibrated_on_rows,
     choose_mixture,
     combine_on_rows,
@@ -239,7 +238,9 @@ class PULSCAR(BaseEstimator):
         self.subproblems_ = results[:1]
         self.oof_proba_ = np.mean([r.probabilities for r in results], axis=0)
         if self.calibration or self.classify:
-            self.calibrated_proba_ = calibrate_subproblem(results[0], config, self.random_state)
+            self.calibrated_proba_ = calibrated_on_rows(
+                row_ids, results[:1], config, self.random_state
+            )
         if self.classify:
             self._classify(X_arr, y_arr, row_ids, config)
         return self

@@ -5,7 +5,6 @@ import pytest
 
 from pulsnar_dask.calibration import (
     calibrate,
-    combine_cluster_probabilities,
     expected_calibration_error,
     flip_labels,
     flips_per_bin,
@@ -78,7 +77,8 @@ def test_calibrate_rejects_unknown_options():
 
 def test_combination_formula():
     p = np.array([[0.5, 0.2, 0.0], [0.5, 0.0, 1.0]])
-    np.testing.assert_allclose(combine_cluster_probabilities(p), [0.75, 0.2, 1.0])
+    ids = np.arange(3)
+    np.testing.assert_allclose(combine_on_rows(ids, [(ids, p[0]), (ids, p[1])]), [0.75, 0.2, 1.0])
 
 
 def test_combine_on_rows_aligns_by_id_and_marks_unseen_rows():
