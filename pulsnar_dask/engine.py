@@ -13,10 +13,13 @@ runs on ``xgboost.dask``, fold by fold, over all workers.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
+import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -343,9 +346,23 @@ def _choose_engine(client: Client, n_rows: int, n_features: int, engine: str) ->
     return "dask" if smallest and size > TASK_MEMORY_SHARE * smallest else "task"
 
 
+def _round_robin(client: Client) -> Iterator[dict[str, Any]]:
+    """Yield ``submit`` placements that deal tasks to the workers in turn.
+
+    A subproblem's fold tasks all depend on its rows, which sit on one worker; left to
+    itself the scheduler queues every fold there and only work stealing moves some away,
+    late. Dealt out (loosely: stealing may still move them) they start at once.
+    """
+    workers = sorted(client.scheduler_info()["workers"])
+    if not workers:
+        return itertools.repeat({})
+    return ({"workers": [w], "allow_other_workers": True} for w in itertools.cycle(workers))
+
+
 def _gather(client: Client, futures: list[Future], show_progress: bool) -> list[Any]:
     if show_progress:
-        progress(futures, notebook=False)
+        with contextlib.redirect_stdout(sys.stderr):  # Dask draws its bar on stdout
+            progress(futures, notebook=False)
     else:
         wait(futures)
     return client.gather(futures)
@@ -437,6 +454,8 @@ def run_job(
         chosen_engine,
     )
 
+    placements = _round_robin(client)
+
     def subproblem(
         features: Sequence[str], positive_ids: np.ndarray | None, it: int, name: str = "all"
     ):
@@ -471,7 +490,7 @@ def run_job(
         futures = [
             client.submit(
                 _fold_task, data, fold, config, seed + it,
-                key=f"{tag}-fold{fold}-{uuid.uuid4().hex[:8]}",
+                key=f"{tag}-fold{fold}-{uuid.uuid4().hex[:8]}", **next(placements),
             )
             for fold in range(config.n_folds)
         ]  # fmt: skip

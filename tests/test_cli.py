@@ -156,6 +156,18 @@ def test_module_entry_point_runs(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_progress_goes_to_stderr_and_stdout_holds_only_the_summary(data, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pulsnar_dask", "run", "--input", str(data), "--method",
+         "pulscar", "--out", str(tmp_path / "out"), "--n-workers", "2"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stdout.splitlines()
+    assert json.loads(line) == json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert "Completed" in proc.stderr
+
+
 @pytest.fixture(scope="module")
 def bad_inputs(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("bad")
