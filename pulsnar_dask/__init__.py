@@ -1,8 +1,33 @@
-"""pulsnar-dask: PULSCAR and PULSNAR positive-unlabeled learning, in memory or on Dask."""
+"""pulsnar-dask: PULSCAR and PULSNAR positive-unlabeled learning, in memory or on Dask.
 
-from .alpha import AlphaEstimate, estimate_alpha
-from .estimators import PULSCAR, PULSNAR
-from .synthetic import PUData, make_pu_data
+The public names load their modules on first use, so that ``python -m pulsnar_dask``
+can start a local cluster's fork server before the heavy imports (see
+:mod:`pulsnar_dask.forkserver`).
+"""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .alpha import AlphaEstimate, estimate_alpha
+    from .estimators import PULSCAR, PULSNAR
+    from .synthetic import PUData, make_pu_data
+
+_HOMES = {
+    "PULSCAR": "estimators",
+    "PULSNAR": "estimators",
+    "AlphaEstimate": "alpha",
+    "estimate_alpha": "alpha",
+    "PUData": "synthetic",
+    "make_pu_data": "synthetic",
+}
 __all__ = ["PULSCAR", "PULSNAR", "AlphaEstimate", "PUData", "estimate_alpha", "make_pu_data"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'pulsnar_dask' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)

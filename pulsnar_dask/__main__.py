@@ -1,7 +1,5 @@
 """``python -m pulsnar_dask`` runs the command line."""
 
-import sys
+from .cli import console
 
-from .cli import main
-
-sys.exit(main())
+console()

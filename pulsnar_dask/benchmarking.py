@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 PAPER_RESULTS = (
     Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "paper_alpha_results.csv"
@@ -25,6 +24,8 @@ def mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float, floa
     mean = float(v.mean())
     if v.size < 2:
         return mean, mean, mean
+    from scipy import stats  # here: scipy.stats is slow to import at the job's start-up
+
     half = float(stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
     return mean, mean - half, mean + half
 

@@ -10,8 +10,6 @@ probabilities then gives calibrated probabilities.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.isotonic import IsotonicRegression
-from sklearn.linear_model import LogisticRegression
 
 CALIBRATION_METHODS = ("isotonic", "sigmoid")
 CALIBRATION_DATA = ("PU", "U")
@@ -173,6 +171,10 @@ def fit_calibration(
         )
     p = np.asarray(probabilities, dtype=float)
     rows = slice(None) if fit_rows is None else fit_rows
+    # scikit-learn is imported here, not by the distributed job's client at start-up.
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.linear_model import LogisticRegression
+
     if method == "isotonic":
         model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
         model.fit(p[rows], new_labels[rows])

@@ -9,6 +9,9 @@ Real tables (repeated values, constant columns, tiny subtypes) can make a full-c
 fit fail with an ill-defined covariance; every fit here is guarded: constant columns are
 dropped, the covariance is regularised, and a failed fit falls back to a simpler
 covariance type, with a warning in the log.
+
+scikit-learn (and scipy.signal) are imported where they are used, not when the
+distributed job's client starts.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.signal import argrelmin
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.mixture import GaussianMixture
 from threadpoolctl import threadpool_limits
+
+if TYPE_CHECKING:
+    from sklearn.mixture import GaussianMixture
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +56,8 @@ def knee_point(bic: np.ndarray) -> int:
     int
         The number of clusters, in ``1..M``.
     """
+    from scipy.signal import argrelmin  # here: scipy.signal is slow to import at start-up
+
     vals = np.asarray(bic, dtype=float)
     if vals.size < 3:
         return int(np.argmin(vals)) + 1
@@ -200,6 +206,9 @@ def fit_mixture(
     -------
     MixtureFit
     """
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.mixture import GaussianMixture
+
     n_components = max(1, min(n_components, Z.shape[0]))
     tried = COVARIANCE_FALLBACK[COVARIANCE_FALLBACK.index(covariance_type) :]
     last_error: Exception | None = None

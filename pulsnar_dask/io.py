@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask.dataframe as dd
 import fsspec
@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 
 from .errors import UserError
-from .synthetic import PUData
+
+if TYPE_CHECKING:
+    from .synthetic import PUData
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,6 @@ size without copies; the tests check them against scikit-learn.
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
 
 METRIC_NAMES = ("accuracy", "roc_auc", "brier", "f1", "mcc", "average_precision")
 
@@ -26,6 +25,8 @@ def roc_auc(y_true: np.ndarray, scores: np.ndarray) -> float:
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         return float("nan")
+    from scipy.stats import rankdata  # here: scipy.stats is slow to import at start-up
+
     ranks = rankdata(scores)
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 

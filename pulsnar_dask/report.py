@@ -20,7 +20,7 @@ MAX_PANELS = 6
 
 def _png(fig: plt.Figure) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=110)  # laid out by "constrained"
     plt.close(fig)
     return buffer.getvalue()
 
@@ -86,7 +86,7 @@ def objective_plot(result: JobResult) -> bytes:
 
 def bic_plot(result: JobResult) -> bytes:
     """BIC against the number of mixture components, with the chosen count."""
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = plt.subplots(figsize=(5, 3.2), layout="constrained")
     ks = np.arange(1, result.bic.size + 1)
     ax.plot(ks, result.bic, marker="o")
     ax.axvline(result.n_clusters, color="tab:red", ls="--", label=f"chosen: {result.n_clusters}")
@@ -120,7 +120,7 @@ def plot_reliability(
 def calibration_plot(result: JobResult, n_bins: int = 10) -> bytes:
     """Reliability curves of uncalibrated and calibrated probabilities against true labels."""
     truth = (result.true_labels > 0).astype(float)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
     for ax, (name, rows) in zip(
         axes, (("P + U", np.ones(truth.size, bool)), ("U only", result.labels == 0)), strict=True
     ):

@@ -1,0 +1,48 @@
+"""Local workers are forked from a server that has already imported what they need."""
+
+import os
+import subprocess
+import sys
+
+from distributed import Client
+
+from pulsnar_dask.cluster import make_cluster
+from pulsnar_dask.forkserver import start_fork_server
+
+
+def _on_workers(client: Client, expression: str) -> list:
+    """Evaluate ``expression`` on every worker (``eval`` pickles by reference)."""
+    return list(client.run(eval, expression).values())
+
+
+def test_local_workers_are_forked_ready_with_the_clients_environment(monkeypatch):
+    assert start_fork_server()
+    # set after the server started: it reaches the workers through their nannies
+    monkeypatch.setenv("PULSNAR_FORK_TEST", "from-the-client")
+    with (
+        make_cluster({"type": "local", "n_workers": 2}) as cluster,
+        Client(cluster) as client,
+    ):
+        parents = client.run(os.getppid).values()
+        # forked by one server, not spawned by the nannies that live in this process
+        assert len(set(parents)) == 1 and os.getpid() not in parents
+        assert _on_workers(client, "'xgboost' in __import__('sys').modules") == [True, True]
+        assert (
+            _on_workers(client, "__import__('os').environ['PULSNAR_FORK_TEST']")
+            == ["from-the-client"] * 2
+        )
+        blas = _on_workers(
+            client,
+            "[p['num_threads'] for p in __import__('threadpoolctl').threadpool_info() "
+            "if p['user_api'] == 'blas']",
+        )
+        assert all(threads and set(threads) == {1} for threads in blas), blas
+        # the hash seed Dask's nanny gives spawned workers, so all workers hash alike
+        expected = subprocess.run(
+            [sys.executable, "-c", "print(hash('pulsnar'))"],
+            env={**os.environ, "PYTHONHASHSEED": "6640"},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        assert _on_workers(client, "str(hash('pulsnar'))") == [expected] * 2
