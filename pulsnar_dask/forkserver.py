@@ -4,8 +4,9 @@ By default Dask spawns each local worker as a fresh interpreter, which imports
 distributed and then, on its first task, NumPy, pandas, XGBoost and scikit-learn: about
 1.6 s of CPU per worker, paid by every worker. A fork server imports these modules once
 and forks ready workers from itself (a single-threaded process, so forking is safe).
-Started before the client's own imports, it does that work alongside them. Unix only;
-elsewhere Dask's spawn stays.
+Started before the client's own imports, it does that work alongside them. Linux only:
+on macOS forking after system frameworks are loaded is unsafe (Python spawns there too),
+and Windows has no fork; elsewhere Dask's spawn stays.
 
 A forked worker inherits the server's environment, not the client's, so the server
 starts with the variables Dask's nanny sets before spawning a worker (one BLAS thread,
@@ -19,6 +20,7 @@ import contextlib
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import sys
 from collections.abc import Iterator, Mapping
 
 PRELOAD = "pulsnar_dask.preload"
@@ -33,9 +35,9 @@ def start_fork_server() -> bool:
     Returns
     -------
     bool
-        Whether the platform has fork servers (``False`` on Windows).
+        Whether workers can be forked from it (Linux only).
     """
-    if "forkserver" not in multiprocessing.get_all_start_methods():
+    if not sys.platform.startswith("linux"):
         return False
     with _environ(pre_spawn_environ()):
         multiprocessing.get_context("forkserver").set_forkserver_preload([PRELOAD])
