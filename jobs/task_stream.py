@@ -42,10 +42,12 @@ def main() -> None:
     tasks = []
     for record in stream.data:
         match = re.match(r"(cluster\d+)-it\d+-(fold\d|rows)", str(record["key"]))
-        if match:
-            start = min(s["start"] for s in record["startstops"])
-            stop = max(s["stop"] for s in record["startstops"])
-            tasks.append((record["worker"], match.group(1), start, stop))
+        if match:  # compute spans only: a dealt task fetches its input early, then queues
+            tasks += [
+                (record["worker"], match.group(1), span["start"], span["stop"])
+                for span in record["startstops"]
+                if span["action"] == "compute"
+            ]
     t0 = min(t[2] for t in tasks)
     workers = sorted({t[0] for t in tasks})
     clusters = sorted({t[1] for t in tasks})
