@@ -51,7 +51,7 @@ def main() -> None:
                 "class_sep": sep,
                 "wall_s": summary["wall_s"],
                 "job_s": summary["seconds"],
-                "peak_process_rss_mib": summary["peak_rss_mib"],
+                "peak_process_rss_mib": summary["peak_process_rss_mib"],
                 "peak_all_processes_rss_mib": summary["peak_tree_rss_mib"],
                 "alpha": summary["alpha"],
                 "true_alpha": true_alpha,
