@@ -247,16 +247,34 @@ def fit_mixture(
     )
 
 
-def cluster_labels(fit: MixtureFit, Z: np.ndarray) -> np.ndarray:
+def cluster_labels(fit: MixtureFit, Z: np.ndarray, min_size: int = 1) -> np.ndarray:
     """Return each positive's cluster, renumbered ``0..c-1`` by decreasing size.
+
+    Components that would get fewer than ``min_size`` positives are dissolved: their
+    positives go to their most probable remaining component. (A small component is
+    rarely a subtype of its own: on the 100-feature synthetic data they were handfuls of
+    outliers of several subtypes, and each one's subproblem counted again hidden
+    positives its neighbours had counted.)
+
+    Parameters
+    ----------
+    fit : MixtureFit
+    Z : ndarray of shape (n, d)
+        The clustering matrix.
+    min_size : int
+        Fewest positives a cluster may have; the largest component always stays.
 
     Returns
     -------
     ndarray of int of shape (n,)
     """
-    raw = fit.model.predict(Z)
+    proba = fit.model.predict_proba(Z)
+    counts = np.bincount(proba.argmax(axis=1), minlength=fit.n_components)
+    kept = counts >= min_size
+    kept[np.argmax(counts)] = True
+    raw = np.where(kept, proba, -1.0).argmax(axis=1)
     counts = np.bincount(raw, minlength=fit.n_components)
-    order = np.argsort(-counts, kind="stable")
-    rank = np.empty_like(order)
+    order = np.argsort(-counts, kind="stable")[: int(kept.sum())]
+    rank = np.full(fit.n_components, -1)
     rank[order] = np.arange(order.size)
     return rank[raw]

@@ -55,6 +55,7 @@ from .pu import (
     importance_gain,
     improved_probabilities,
     make_clustering,
+    min_cluster_size,
     mixture_sizes,
     select_features,
 )
@@ -83,12 +84,11 @@ class JobResult:
     alphas : list of float
         One per iteration.
     cluster_alphas : list of float
-        Per kept cluster, mean over iterations (``[alpha]`` for PULSCAR).
+        Per cluster, mean over iterations (``[alpha]`` for PULSCAR).
     n_clusters : int
     row_ids, labels : ndarray
     probability : ndarray
-        Out-of-fold probability (PULSNAR: ``1 - prod_c (1 - p_c)``; NaN for positives of
-        skipped clusters).
+        Out-of-fold probability (PULSNAR: ``1 - prod_c (1 - p_c)``).
     calibrated, improved : ndarray or None
         With calibration / classification.
     true_labels : ndarray or None
@@ -99,6 +99,8 @@ class JobResult:
         cluster: what calibration works from.
     bic : ndarray
         BIC curve (empty for PULSCAR or a fixed cluster count).
+    mixture_components : int
+        Components of the mixture the BIC chose (``n_clusters`` once small ones merged).
     metrics : dict or None
         With classification and true labels: metrics with and without PULSNAR.
     engine : str
@@ -124,6 +126,7 @@ class JobResult:
     estimates: list[AlphaEstimate]
     subproblems: list[SubproblemResult]
     bic: np.ndarray
+    mixture_components: int
     metrics: dict[str, dict[str, float]] | None
     engine: str
     seconds: float = 0.0
@@ -504,7 +507,7 @@ def run_job(
             client, [subproblem(puf.features, None, it) for it in range(iterations)], show_progress
         )
         per_iteration = [[r] for r in results]
-        n_clusters = 1
+        n_clusters = mixture_components = 1
     else:
         stage("PULSNAR: importance model and clustering of the positives")
         gain = client.submit(
@@ -526,21 +529,22 @@ def run_job(
             show_progress,
         )
         chosen, bic = choose_mixture(fits, config)
-        positive_labels = client.submit(cluster_labels, chosen, Z).result()
+        min_size = min_cluster_size(config, int(labels.sum()))
+        positive_labels = client.submit(cluster_labels, chosen, Z, min_size).result()
         positive_ids = z_and_ids.result()[1]
         clustering = make_clustering(chosen, bic, positive_labels, gain, model_idx, cluster_idx)
         mark("clustering")
-        kept = clustering.kept_clusters()
+        n_clusters = clustering.n_clusters
         model_cols = [puf.features[i] for i in model_idx]
-        stage(f"scoring: {len(kept)} cluster subproblem(s) x {iterations} iteration(s)")
+        stage(f"scoring: {n_clusters} cluster subproblem(s) x {iterations} iteration(s)")
         pending = [
             subproblem(model_cols, positive_ids[positive_labels == c], it, f"cluster{c + 1}")
             for it in range(iterations)
-            for c in kept
+            for c in range(n_clusters)
         ]
         results = _results(client, pending, show_progress)
-        per_iteration = [results[i * len(kept) : (i + 1) * len(kept)] for i in range(iterations)]
-        n_clusters = clustering.n_clusters
+        per_iteration = [results[i * n_clusters : (i + 1) * n_clusters] for i in range(iterations)]
+        mixture_components = clustering.mixture_components
     mark("scoring")
     for i, r in enumerate(per_iteration[0]):
         if r.pu_auc < WEAK_PU_AUC:
@@ -600,6 +604,7 @@ def run_job(
         estimates=[r.estimate for r in first],
         subproblems=first,
         bic=bic,
+        mixture_components=mixture_components,
         metrics=metrics,
         engine=chosen_engine,
         seconds=time.perf_counter() - start,

@@ -29,6 +29,7 @@ from .pu import (
     importance_gain,
     improved_probabilities,
     make_clustering,
+    min_cluster_size,
     mixture_sizes,
     run_subproblem,
     select_features,
@@ -269,13 +270,16 @@ class PULSNAR(PULSCAR):
     max_cluster_rows : int or None, default 5000
         Fit the mixtures on at most this many positives (a seeded sample); every positive
         is then assigned to a cluster.
+    min_cluster_fraction : float, default 0.0
+        Mixture components with fewer positives than this share are merged into their
+        most probable neighbours.
     covariance_type : {"full", "diag", "spherical"}, default "full"
 
     Attributes
     ----------
     alpha_ : float
     alphas_ : ndarray
-    cluster_alphas_ : ndarray of shape (n_kept_clusters,)
+    cluster_alphas_ : ndarray of shape (n_clusters_,)
         Per-cluster alphas (mean over iterations).
     n_clusters_ : int
     clustering_ : Clustering
@@ -285,8 +289,7 @@ class PULSNAR(PULSCAR):
     subproblems_ : list of SubproblemResult
         First iteration's cluster subproblems.
     oof_proba_ : ndarray of shape (n,)
-        ``1 - prod_c (1 - p_c)`` of the clusters' out-of-fold probabilities; NaN for
-        positives of skipped clusters.
+        ``1 - prod_c (1 - p_c)`` of the clusters' out-of-fold probabilities.
     calibrated_proba_, improved_proba_ : ndarray of shape (n,)
         With ``calibration`` / ``classify``.
     """
@@ -315,6 +318,7 @@ class PULSNAR(PULSCAR):
         cluster_selection: str = "min",
         max_cluster_features: int | None = 32,
         max_cluster_rows: int | None = 5000,
+        min_cluster_fraction: float = 0.0,
         covariance_type: str = "full",
     ):
         super().__init__(
@@ -340,6 +344,7 @@ class PULSNAR(PULSCAR):
         self.cluster_selection = cluster_selection
         self.max_cluster_features = max_cluster_features
         self.max_cluster_rows = max_cluster_rows
+        self.min_cluster_fraction = min_cluster_fraction
         self.covariance_type = covariance_type
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:
@@ -356,6 +361,7 @@ class PULSNAR(PULSCAR):
             covariance_type=self.covariance_type,
             max_cluster_features=self.max_cluster_features,
             max_cluster_rows=self.max_cluster_rows,
+            min_cluster_fraction=self.min_cluster_fraction,
         )
         if isinstance(X, dd.DataFrame):
             return self._fit_dask(X, y, client, "pulsnar", config)
@@ -369,15 +375,19 @@ class PULSNAR(PULSCAR):
         fits = [fit_mixture_size(Z, n, config, seed) for n in mixture_sizes(config, positives.size)]
         chosen, bic = choose_mixture(fits, config)
         self.clustering_: Clustering = make_clustering(
-            chosen, bic, cluster_labels(chosen, Z), gain, model_features, cluster_features
+            chosen,
+            bic,
+            cluster_labels(chosen, Z, min_cluster_size(config, positives.size)),
+            gain,
+            model_features,
+            cluster_features,
         )
-        kept = self.clustering_.kept_clusters()
         unlabeled = np.flatnonzero(y_arr == 0)
         X_model = X_arr[:, model_features]
         iterations: list[list[SubproblemResult]] = []
         for i in range(self.n_iterations):
             per_cluster = []
-            for c in kept:
+            for c in range(self.clustering_.n_clusters):
                 rows = np.concatenate([positives[self.clustering_.labels == c], unlabeled])
                 per_cluster.append(
                     run_subproblem(X_model[rows], y_arr[rows], row_ids[rows], config, seed + i)

@@ -96,6 +96,9 @@ class PUConfig:
     max_cluster_rows : int or None
         Cap on the positives the mixtures are fitted on (a seeded sample); all positives
         are then assigned to the chosen mixture's components.
+    min_cluster_fraction : float
+        Components holding fewer than this share of the positives (or fewer than
+        ``MIN_CLUSTER_SIZE``) are merged into their most probable neighbours.
     calibration_method : {"isotonic", "sigmoid"}
     calibration_data : {"PU", "U"}
     """
@@ -120,6 +123,7 @@ class PUConfig:
     covariance_type: str = "full"
     max_cluster_features: int | None = 32
     max_cluster_rows: int | None = 5000
+    min_cluster_fraction: float = 0.0
     calibration_method: str = "isotonic"
     calibration_data: str = "PU"
 
@@ -152,6 +156,10 @@ class PUConfig:
             raise ValueError(f"max_clusters must be at least 1, got {self.max_clusters}")
         if self.n_clusters is not None and self.n_clusters < 1:
             raise ValueError(f"n_clusters must be at least 1, got {self.n_clusters}")
+        if not 0 <= self.min_cluster_fraction < 1:
+            raise ValueError(
+                f"min_cluster_fraction must be in [0, 1), got {self.min_cluster_fraction}"
+            )
 
     def with_(self, **changes: Any) -> PUConfig:
         """Return a copy with some settings changed."""
@@ -333,7 +341,9 @@ class Clustering:
     Attributes
     ----------
     n_clusters : int
-        Chosen number of clusters.
+        Number of clusters (the mixture's components once small ones are merged).
+    mixture_components : int
+        Components of the chosen mixture.
     labels : ndarray of int of shape (n_positives,)
         Cluster of each positive, 0 = largest.
     bic : ndarray of shape (M,)
@@ -346,16 +356,12 @@ class Clustering:
     """
 
     n_clusters: int
+    mixture_components: int
     labels: np.ndarray
     bic: np.ndarray
     cluster_features: np.ndarray
     model_features: np.ndarray
     gain: np.ndarray
-
-    def kept_clusters(self) -> list[int]:
-        """Clusters with at least ``MIN_CLUSTER_SIZE`` positives."""
-        sizes = np.bincount(self.labels, minlength=self.n_clusters)
-        return [c for c in range(self.n_clusters) if sizes[c] >= MIN_CLUSTER_SIZE]
 
 
 def select_features(gain: np.ndarray, config: PUConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -402,18 +408,23 @@ def make_clustering(
     model_features: np.ndarray,
     cluster_features: np.ndarray,
 ) -> Clustering:
-    """Record the clustering of the positives and log the clusters that will be skipped."""
-    sizes = np.bincount(labels, minlength=chosen.n_components)
-    logger.info("PULSNAR: %d clusters of positives, sizes %s", chosen.n_components, sizes.tolist())
-    small = [c for c in range(chosen.n_components) if sizes[c] < MIN_CLUSTER_SIZE]
-    if small:
-        logger.warning(
-            "skipping %d cluster(s) with fewer than %d positives (%d positives left out)",
-            len(small),
-            MIN_CLUSTER_SIZE,
-            int(sizes[small].sum()),
+    """Record the clustering of the positives (``labels`` from :func:`cluster_labels`)."""
+    n_clusters = int(labels.max()) + 1
+    sizes = np.bincount(labels, minlength=n_clusters)
+    logger.info("PULSNAR: %d clusters of positives, sizes %s", n_clusters, sizes.tolist())
+    if n_clusters < chosen.n_components:
+        logger.info(
+            "merged %d small mixture component(s) into their most probable neighbours",
+            chosen.n_components - n_clusters,
         )
-    return Clustering(chosen.n_components, labels, bic, cluster_features, model_features, gain)
+    return Clustering(
+        n_clusters, chosen.n_components, labels, bic, cluster_features, model_features, gain
+    )
+
+
+def min_cluster_size(config: PUConfig, n_positives: int) -> int:
+    """Fewest positives a PULSNAR cluster may keep (see :func:`cluster_labels`)."""
+    return max(MIN_CLUSTER_SIZE, int(np.ceil(config.min_cluster_fraction * n_positives)))
 
 
 def mixture_sizes(config: PUConfig, n_positives: int) -> list[int]:
@@ -485,8 +496,7 @@ def combine_on_rows(row_ids: np.ndarray, parts: list[tuple[np.ndarray, np.ndarra
     Returns
     -------
     ndarray of shape (n,)
-        Combined probability; NaN for rows in no subproblem (positives of skipped
-        clusters).
+        Combined probability; NaN for rows in no subproblem.
     """
     complement = np.ones(len(row_ids))
     seen = np.zeros(len(row_ids), dtype=bool)

@@ -89,7 +89,9 @@ def bic_plot(result: JobResult) -> bytes:
     fig, ax = plt.subplots(figsize=(5, 3.2), layout="constrained")
     ks = np.arange(1, result.bic.size + 1)
     ax.plot(ks, result.bic, marker="o")
-    ax.axvline(result.n_clusters, color="tab:red", ls="--", label=f"chosen: {result.n_clusters}")
+    chosen = result.mixture_components
+    merged = f", {result.n_clusters} after merging small ones" if result.n_clusters < chosen else ""
+    ax.axvline(chosen, color="tab:red", ls="--", label=f"chosen: {chosen}{merged}")
     ax.set_xlabel("number of clusters")
     ax.set_ylabel("BIC")
     ax.set_title("Clustering of the labeled positives")

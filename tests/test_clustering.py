@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from pulsnar_dask.clustering import (
+    MIN_CLUSTER_SIZE,
     cluster_labels,
     clustering_matrix,
     fit_mixture,
@@ -75,6 +76,24 @@ def test_mixture_finds_separated_blobs_and_labels_by_size():
     assert len(set(labels[50:170])) == 1
 
 
+def test_small_components_merge_into_their_most_probable_neighbour():
+    rng = np.random.default_rng(1)
+    Z = np.vstack(
+        [
+            rng.normal(0.0, 0.3, (150, 2)),
+            rng.normal(6.0, 0.3, (150, 2)),
+            rng.normal(4.5, 0.2, (12, 2)),  # a handful near the second blob
+        ]
+    )
+    fit = fit_mixture(Z, 3, random_state=5)
+    assert np.bincount(cluster_labels(fit, Z)).tolist() == [150, 150, 12]
+    merged = cluster_labels(fit, Z, min_size=20)
+    assert np.bincount(merged).tolist() == [162, 150]
+    assert len(set(merged[150:])) == 1 and merged[0] != merged[150]
+    # the largest component stays even when nothing reaches the floor
+    assert set(cluster_labels(fit, Z, min_size=1000)) == {0}
+
+
 def test_mixture_survives_repeated_values_with_a_logged_fallback(caplog):
     # Discrete, repeated rows and more components than distinct points: full covariance
     # is singular without regularisation; the fit must still succeed.
@@ -100,3 +119,13 @@ def test_mixtures_fit_on_a_seeded_sample_of_many_positives():
     np.testing.assert_allclose(
         np.sort(fit.model.means_[:, 0]), np.sort(full.model.means_[:, 0]), atol=0.2
     )
+
+
+def test_min_cluster_size_is_a_share_of_the_positives_with_a_floor():
+    from pulsnar_dask.pu import PUConfig, min_cluster_size
+
+    assert min_cluster_size(PUConfig(min_cluster_fraction=0.02), 5000) == 100
+    assert min_cluster_size(PUConfig(min_cluster_fraction=0.02), 60) == MIN_CLUSTER_SIZE
+    assert min_cluster_size(PUConfig(), 5000) == MIN_CLUSTER_SIZE  # the default share is 0
+    with pytest.raises(ValueError, match="min_cluster_fraction"):
+        PUConfig(min_cluster_fraction=1.0)
