@@ -120,6 +120,19 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--n-clusters", type=_positive_int(1), default=None)
     run.add_argument("--max-clusters", type=_positive_int(1), default=10)
     run.add_argument("--cluster-selection", choices=("min", "knee"), default="min")
+    run.add_argument(
+        "--max-cluster-features",
+        type=_positive_int(1),
+        default=32,
+        help="cluster the positives on at most this many top-gain features",
+    )
+    run.add_argument(
+        "--min-cluster-fraction",
+        type=_fraction,
+        default=0.0,
+        help="merge mixture components holding less than this share of the positives "
+        "into their neighbours (components under 10 positives always are)",
+    )
     run.add_argument("--bin-method", choices=BIN_METHODS, default="rice")
     run.add_argument(
         "--alpha-estimator",
@@ -221,11 +234,14 @@ def _run(args: argparse.Namespace) -> dict:
         max_clusters=args.max_clusters,
         n_clusters=args.n_clusters,
         cluster_selection=args.cluster_selection,
+        max_cluster_features=args.max_cluster_features,
+        min_cluster_fraction=args.min_cluster_fraction,
         alpha_estimator=args.alpha_estimator,
         max_unlabeled_ratio=args.max_unlabeled_ratio or None,
     )
     with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
-        logger.info("cluster: %s", client.dashboard_link or client.scheduler.address)
+        shown = args.dashboard or _names_a_cluster(args)  # else no dashboard to link to
+        logger.info("cluster: %s", (shown and client.dashboard_link) or client.scheduler.address)
         puf = read_pu_parquet(
             args.input,
             label_col=args.label_col,

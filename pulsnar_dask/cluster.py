@@ -71,6 +71,10 @@ def make_cluster(config: dict[str, Any]) -> Any:
         options.setdefault("n_workers", os.cpu_count() or 1)
         options.setdefault("threads_per_worker", 1)
         options.setdefault("dashboard_address", ":0")
+        if options["dashboard_address"] is None:
+            # no dashboard; the scheduler's HTTP routes (health, metrics) on a free port
+            # rather than on 8787, which another cluster may hold
+            options.setdefault("scheduler_kwargs", {}).setdefault("dashboard_address", ":0")
         if not start_fork_server():
             return LocalCluster(**options)
         # Forked workers inherit the server's environment: give them this process's.

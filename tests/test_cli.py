@@ -228,6 +228,11 @@ def bad_inputs(tmp_path_factory):
         "invalid choice: 'median'",
     )
     cases["storage options"] = (put("ok3", frame), ["--storage-options", "{oops"], "not valid JSON")
+    cases["cluster fraction"] = (
+        put("ok4", frame),
+        ["--min-cluster-fraction", "1.5"],
+        "must be in [0, 1), got 1.5",
+    )
     return cases
 
 
@@ -235,6 +240,7 @@ BAD_INPUTS = [
     "empty dataset", "missing path", "not parquet", "no label column", "label 2", "label -1",
     "label missing", "no positives", "no unlabeled", "too few positives", "infinite",
     "duplicate ids", "non-numeric feature", "folds 1", "bin method", "storage options",
+    "cluster fraction",
 ]  # fmt: skip
 
 
