@@ -340,26 +340,28 @@ def collect_labels(puf: PUFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray | N
     return table[puf.id].to_numpy(), labels, true
 
 
-def _choose_engine(client: Client, n_rows: int, n_features: int, engine: str) -> str:
+def _choose_engine(
+    workers: dict[str, dict[str, Any]], n_rows: int, n_features: int, engine: str
+) -> str:
+    """The engine for ``engine="auto"``, from the workers' memory limits (``scheduler_info``)."""
     if engine != "auto":
         return engine
-    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+    limits = [w.get("memory_limit") or 0 for w in workers.values()]
     smallest = min((m for m in limits if m), default=0)
     size = n_rows * n_features * 4
     return "dask" if smallest and size > TASK_MEMORY_SHARE * smallest else "task"
 
 
-def _round_robin(client: Client) -> Iterator[dict[str, Any]]:
+def _round_robin(workers: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Yield ``submit`` placements that deal tasks to the workers in turn.
 
     A subproblem's fold tasks all depend on its rows, which sit on one worker; left to
     itself the scheduler queues every fold there and only work stealing moves some away,
     late. Dealt out (loosely: stealing may still move them) they start at once.
     """
-    workers = sorted(client.scheduler_info()["workers"])
     if not workers:
         return itertools.repeat({})
-    return ({"workers": [w], "allow_other_workers": True} for w in itertools.cycle(workers))
+    return ({"workers": [w], "allow_other_workers": True} for w in itertools.cycle(sorted(workers)))
 
 
 def _gather(client: Client, futures: list[Future], show_progress: bool) -> list[Any]:
@@ -448,7 +450,8 @@ def run_job(
         raise UserError(f"too few rows for {config.n_folds} folds: {exc}") from None
     parts = client.compute(frame.to_delayed())
     mark("input")
-    chosen_engine = _choose_engine(client, len(labels), len(puf.features), engine)
+    workers = client.scheduler_info()["workers"]
+    chosen_engine = _choose_engine(workers, len(labels), len(puf.features), engine)
     logger.info(
         "%d rows (%d positive), %d features, engine %s",
         len(labels),
@@ -457,7 +460,7 @@ def run_job(
         chosen_engine,
     )
 
-    placements = _round_robin(client)
+    placements = _round_robin(workers)
 
     def subproblem(
         features: Sequence[str], positive_ids: np.ndarray | None, it: int, name: str = "all"
