@@ -6,6 +6,10 @@ positives) and ``f_u`` (unlabeled) on the same grid and bandwidth,
 objective is ``log10(|err(a)| + eps)`` and the estimate is the candidate where the slope
 of the objective changes most.
 
+``bbe``: Best Bin Estimation (Garg et al., NeurIPS 2021): the tail ratio at the
+threshold that minimises an upper confidence bound of the ratio, cross-fitted
+(:func:`best_bin_alpha`).
+
 ``tail``: the smallest ratio of tail probabilities ``P_U(p >= t) / P_P(p >= t)`` over ten
 thresholds ``t`` at quantiles of the positives' probabilities from the median up to the
 ``1 - tail_fraction`` quantile (the mixture-proportion bound of Blanchard, Lee and Scott
@@ -35,10 +39,14 @@ from .density import (
 logger = logging.getLogger(__name__)
 
 ALPHA_REGIONS = ("upper", "all")
-ALPHA_ESTIMATORS = ("kernel", "tail")
+ALPHA_ESTIMATORS = ("kernel", "tail", "bbe")
 CANDIDATES = np.arange(10000) / 10000.0
 DEFAULT_TAIL_FRACTION = 0.1
 TAIL_THRESHOLDS = 10
+# Confidence level of BBE's binomial widths (Garg et al. 2021 use delta = 0.1).
+BBE_DELTA = 0.1
+# Random halvings of the rows BBE is cross-fitted over (see best_bin_alpha).
+BBE_SPLITS = 5
 
 
 @dataclass(frozen=True)
@@ -171,6 +179,91 @@ def tail_ratios(
     return thresholds, tail_u / tail_p
 
 
+def best_bin_ratios(
+    probabilities: np.ndarray, labels: np.ndarray, delta: float = BBE_DELTA
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Tail ratios and the threshold Best Bin Estimation picks (Garg et al. 2021).
+
+    For every threshold ``t`` among the distinct probabilities, ``q_u(t)`` and ``q_p(t)``
+    are the shares of unlabeled and labeled-positive probabilities ``>= t``, and
+    ``c_u, c_p = sqrt(log(4 / delta) / (2 n))`` their binomial confidence widths. BBE
+    picks the threshold minimising the upper bound ``(q_u + c_u) / (q_p - c_p)`` (over
+    thresholds with ``q_p > c_p``) and reads alpha as ``q_u / q_p`` there: the top bin
+    the data can still vouch for, rather than the thinnest tail, whose ratio is noise.
+
+    Parameters
+    ----------
+    probabilities, labels : ndarray of shape (n,)
+        Out-of-fold probabilities; labels 1 positive, 0 unlabeled.
+    delta : float
+        Confidence level of the widths, in (0, 1).
+
+    Returns
+    -------
+    (thresholds, ratios, best) : (ndarray, ndarray, int)
+        Ascending candidate thresholds, ``q_u / q_p`` at each, and the index of the
+        chosen one.
+    """
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    p, y = _check_inputs(probabilities, labels)
+    pos, unl = np.sort(p[y == 1]), np.sort(p[y == 0])
+    thresholds = np.unique(p)
+    q_p = 1.0 - np.searchsorted(pos, thresholds, side="left") / pos.size
+    q_u = 1.0 - np.searchsorted(unl, thresholds, side="left") / unl.size
+    width = np.sqrt(np.log(4.0 / delta) / 2.0)
+    c_p, c_u = width / np.sqrt(pos.size), width / np.sqrt(unl.size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = q_u / q_p
+        bound = np.where(q_p > c_p, (q_u + c_u) / (q_p - c_p), np.inf)
+    if not np.isfinite(bound).any():
+        # Too few positives for any bin to be vouched for: the widest bin (all rows).
+        return thresholds, ratios, 0
+    return thresholds, ratios, int(np.argmin(bound))
+
+
+def best_bin_alpha(
+    probabilities: np.ndarray,
+    labels: np.ndarray,
+    delta: float = BBE_DELTA,
+    splits: int = BBE_SPLITS,
+    random_state: int | None = 0,
+) -> float:
+    """Alpha by Best Bin Estimation, cross-fitted so the bin choice does not bias it.
+
+    The threshold BBE picks is the one whose bound happens to be low, which is where the
+    positives' tail share happens to be high: read on the same rows, ``q_u / q_p`` there
+    is biased low (by 2-3% of alpha with 1,000 positives, ``tests/test_alpha.py``).
+    Here the rows are halved at random (each label split evenly), the threshold is
+    picked on one half and the ratio read on the other, both ways round, and the
+    estimate is the mean over ``splits`` halvings.
+
+    Returns
+    -------
+    float
+        The estimated alpha, in [0, 1).
+    """
+    p, y = _check_inputs(probabilities, labels)
+    rng = np.random.default_rng(random_state)
+    estimates = []
+    for _ in range(splits):
+        half = np.zeros(p.size, dtype=bool)
+        for label in (0, 1):
+            rows = rng.permutation(np.flatnonzero(y == label))
+            half[rows[: rows.size // 2]] = True
+        for pick, read in ((half, ~half), (~half, half)):
+            if np.unique(y[pick]).size < 2 or np.unique(y[read]).size < 2:
+                continue  # a label with a single row: it cannot be halved
+            thresholds, _, best = best_bin_ratios(p[pick], y[pick], delta)
+            above = p[read] >= thresholds[best]
+            if above[y[read] == 1].any():
+                estimates.append(np.mean(above[y[read] == 0]) / np.mean(above[y[read] == 1]))
+    if not estimates:
+        _, ratios, best = best_bin_ratios(p, y, delta)
+        estimates.append(ratios[best])
+    return float(min(np.mean(estimates), CANDIDATES[-1]))
+
+
 def _check_inputs(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p = np.asarray(probabilities, dtype=float).ravel()
     y = np.asarray(labels).ravel()
@@ -229,9 +322,10 @@ def estimate_alpha(
         ``grid``: the paper's mean kernel, normalised once over the grid.
     random_state : int or None
         Seed of the global bandwidth search.
-    estimator : {"kernel", "tail"}
-        Alpha from the kernel objective (PULSCAR) or from the smallest tail ratio (see
-        the module docstring); the densities and objective are computed either way.
+    estimator : {"kernel", "tail", "bbe"}
+        Alpha from the kernel objective (PULSCAR), the smallest tail ratio, or Best Bin
+        Estimation (:func:`best_bin_alpha`; see the module docstring); the densities and
+        objective are computed either way.
     tail_fraction : float
         Share of the positives the tail estimator keeps above its thresholds.
 
@@ -270,9 +364,12 @@ def estimate_alpha(
     thresholds = ratios = np.empty(0)
     if estimator == "kernel":
         alpha = alpha_from_objective(objective)
-    else:
+    elif estimator == "tail":
         thresholds, ratios = tail_ratios(p, y, tail_fraction)
         alpha = float(min(ratios.min(), CANDIDATES[-1]))
+    else:
+        thresholds, ratios, _ = best_bin_ratios(p, y)
+        alpha = best_bin_alpha(p, y, random_state=random_state)
     logger.debug(
         "alpha=%.4f (%s) bandwidth=%.4f bins=%d region=%s", alpha, estimator, bandwidth, k, region
     )
