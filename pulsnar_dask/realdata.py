@@ -1,0 +1,319 @@
+"""Real UCI data sets as PU benchmarks, built the way the reference's example scripts build them.
+
+Readers return ``(X, classes)`` with ``X`` float32 and ``classes`` integer codes; the
+PU constructions turn them into :class:`~pulsnar_dask.synthetic.PUData`:
+
+- :func:`snar_pu_data` (the reference's SNAR scripts): one class is negative, the others
+  are positive subtypes. The unlabeled rows are every negative plus
+  ``m = n_negative * fraction / (1 - fraction)`` hidden positives, split over the ``k``
+  positive classes in shares ``2^j / (2^k - 1)``, ``j = 0..k-1``, the rarest class hiding
+  the fewest; the rest are the labeled positives. So the subtype mix of the labeled
+  positives differs from the hidden ones'.
+- :func:`scar_pu_data`: ``m`` positives drawn at random are hidden.
+
+Categorical columns (bank, mushroom) are integer codes in order of first appearance: a
+numeric stand-in until the tool takes categorical columns itself.
+
+The files live in ``../shared/data`` beside the project (see its README); nothing here
+downloads anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .shuttle import read_shuttle, shuttle_pu_data
+from .synthetic import PUData
+
+# A class hides at most this share of its rows, so every subtype keeps labeled examples.
+MAX_HIDDEN_SHARE = 0.9
+FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
+
+
+def read_avila(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Avila bible writers (training and test files together): 10 features, 12 classes.
+
+    Returns
+    -------
+    (X, classes)
+        ``classes`` are 0..11 for the letters A..Y in alphabetical order.
+    """
+    frames = [
+        pd.read_csv(Path(folder) / name, header=None) for name in ("avila-tr.txt", "avila-ts.txt")
+    ]
+    table = pd.concat(frames, ignore_index=True)
+    letters = table.iloc[:, -1].astype("category")
+    return table.iloc[:, :-1].to_numpy(np.float32), letters.cat.codes.to_numpy(np.int64)
+
+
+def read_gas(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Gas sensor array drift (every ``batch*.dat`` file, libsvm format): 128 features.
+
+    Returns
+    -------
+    (X, classes)
+        ``classes`` are the gas ids 1..6.
+    """
+    rows, classes = [], []
+    for path in sorted(Path(folder).glob("batch*.dat")):
+        for line in path.read_text().splitlines():
+            fields = line.split()
+            if not fields:
+                continue
+            classes.append(int(fields[0].split(";")[0]))
+            values = np.zeros(128, dtype=np.float32)
+            for item in fields[1:]:
+                index, value = item.split(":")
+                values[int(index) - 1] = float(value)
+            rows.append(values)
+    if not rows:
+        raise ValueError(f"{folder}: no batch*.dat rows")
+    return np.vstack(rows), np.asarray(classes, dtype=np.int64)
+
+
+def read_grid(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Electrical grid stability: 13 features (tau1-4, p1-4, g1-4, stab), label last.
+
+    Returns
+    -------
+    (X, classes)
+        ``classes`` 0 = unstable, 1 = stable, as in the file. All 13 columns are kept, as
+        the paper did (``stab`` decides the class).
+    """
+    table = np.loadtxt(Path(folder) / "stable.csv", delimiter=",", ndmin=2)
+    return table[:, :-1].astype(np.float32), table[:, -1].astype(np.int64)
+
+
+def _coded(table: pd.DataFrame) -> np.ndarray:
+    """Numeric columns as they are, the others as integer codes in order of appearance."""
+    columns = [
+        col if pd.api.types.is_numeric_dtype(col) else pd.Series(pd.factorize(col)[0])
+        for _, col in table.items()
+    ]
+    return np.column_stack([np.asarray(c, dtype=np.float32) for c in columns])
+
+
+def read_bank(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Bank marketing (``bank-additional.csv``): 20 features, 10 of them categorical.
+
+    Returns
+    -------
+    (X, classes)
+        ``classes`` 0 = ``y`` no, 1 = ``y`` yes.
+    """
+    table = pd.read_csv(Path(folder) / "bank-additional.csv", sep=";")
+    classes = (table.pop("y") == "yes").to_numpy(np.int64)
+    return _coded(table), classes
+
+
+def read_mushroom(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Mushrooms (``agaricus-lepiota.data``): 22 categorical features, class first.
+
+    Returns
+    -------
+    (X, classes)
+        ``classes`` 0 = edible, 1 = poisonous.
+    """
+    table = pd.read_csv(Path(folder) / "agaricus-lepiota.data", header=None, dtype=str)
+    classes = (table.pop(0) == "p").to_numpy(np.int64)
+    return _coded(table), classes
+
+
+def hidden_counts(sizes: np.ndarray, n_hidden: int) -> np.ndarray:
+    """Split ``n_hidden`` over positive classes in shares ``2^j / (2^k - 1)``.
+
+    Classes are ranked by size, the smallest taking ``j = 0``. A class hides at most
+    ``MAX_HIDDEN_SHARE`` of its rows; what it cannot hide goes to the classes that still
+    can, in proportion to their shares.
+
+    Parameters
+    ----------
+    sizes : ndarray of int of shape (k,)
+        Rows per positive class.
+    n_hidden : int
+        Hidden positives wanted.
+
+    Returns
+    -------
+    ndarray of int of shape (k,)
+        Hidden positives per class, summing to ``n_hidden``.
+
+    Raises
+    ------
+    ValueError
+        If the classes cannot hide ``n_hidden`` rows between them.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    capacity = np.floor(sizes * MAX_HIDDEN_SHARE).astype(np.int64)
+    if n_hidden > capacity.sum():
+        raise ValueError(
+            f"{n_hidden} hidden positives wanted; the positive classes can hide only "
+            f"{int(capacity.sum())} (at most {MAX_HIDDEN_SHARE:.0%} of each)"
+        )
+    weights = np.empty(sizes.size)
+    weights[np.argsort(sizes, kind="stable")] = 2.0 ** np.arange(sizes.size)
+    counts = np.zeros(sizes.size, dtype=np.int64)
+    open_ = np.ones(sizes.size, dtype=bool)
+    while counts.sum() < n_hidden:
+        left = n_hidden - int(counts.sum())
+        share = left * weights * open_ / (weights * open_).sum()
+        add = np.minimum(np.floor(share).astype(np.int64), capacity - counts)
+        if add.sum() == 0:  # remainders: one row at a time to the largest open share
+            add[np.argmax(np.where(open_, share, -1.0))] = 1
+        counts += add
+        open_ &= counts < capacity
+    return counts
+
+
+def snar_pu_data(
+    X: np.ndarray,
+    classes: np.ndarray,
+    negative: int,
+    fraction: float,
+    random_state: int = 0,
+) -> PUData:
+    """The reference's SNAR construction (module docstring) from labeled classes.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    classes : ndarray of int of shape (n,)
+    negative : int
+        The class that is negative; every other class is a positive subtype.
+    fraction : float
+        Wanted fraction of positives among the unlabeled rows, in (0, 1).
+    random_state : int
+        Seed of which rows are hidden.
+
+    Returns
+    -------
+    PUData
+        ``true_label`` is 0 for negatives and ``1 + rank`` of the subtype otherwise.
+    """
+    if not 0 < fraction < 1:
+        raise ValueError(f"fraction must be in (0, 1), got {fraction}")
+    classes = np.asarray(classes)
+    rng = np.random.default_rng(random_state)
+    positive_classes = np.array(sorted(set(np.unique(classes).tolist()) - {negative}))
+    n_negative = int(np.sum(classes == negative))
+    members = [np.flatnonzero(classes == c) for c in positive_classes]
+    counts = hidden_counts(
+        np.array([m.size for m in members]), int(n_negative * fraction / (1 - fraction))
+    )
+    hidden = np.zeros(classes.size, dtype=bool)
+    true_label = np.zeros(classes.size, dtype=np.int8)
+    for subtype, (idx, k) in enumerate(zip(members, counts, strict=True), start=1):
+        hidden[rng.permutation(idx)[:k]] = True
+        true_label[idx] = subtype
+    return PUData(
+        X=np.asarray(X, dtype=np.float32),
+        label=((true_label > 0) & ~hidden).astype(np.int8),
+        true_label=true_label,
+    )
+
+
+def scar_pu_data(
+    X: np.ndarray, positive: np.ndarray, fraction: float, random_state: int = 0
+) -> PUData:
+    """Hide ``n_negative * fraction / (1 - fraction)`` positives drawn at random.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    positive : ndarray of bool of shape (n,)
+    fraction : float
+        Wanted fraction of positives among the unlabeled rows, in (0, 1).
+    random_state : int
+
+    Raises
+    ------
+    ValueError
+        If more than ``MAX_HIDDEN_SHARE`` of the positives would have to be hidden.
+    """
+    if not 0 < fraction < 1:
+        raise ValueError(f"fraction must be in (0, 1), got {fraction}")
+    positive = np.asarray(positive, dtype=bool)
+    counts = hidden_counts(
+        np.array([positive.sum()]), int(np.sum(~positive) * fraction / (1 - fraction))
+    )
+    rng = np.random.default_rng(random_state)
+    hidden = np.zeros(positive.size, dtype=bool)
+    hidden[rng.permutation(np.flatnonzero(positive))[: counts[0]]] = True
+    return PUData(
+        X=np.asarray(X, dtype=np.float32),
+        label=(positive & ~hidden).astype(np.int8),
+        true_label=positive.astype(np.int8),
+    )
+
+
+@dataclass(frozen=True)
+class RealSet:
+    """A real data set and how a PU benchmark is built from it.
+
+    Attributes
+    ----------
+    name : str
+        Benchmark name (``SNAR_avila``, ``SCAR_grid``...).
+    scenario : {"snar", "scar"}
+    folder : str
+        Folder under the shared data directory.
+    read : callable
+        ``read(folder) -> (X, classes)``.
+    construction : callable
+        ``construction(X, classes, fraction, random_state) -> PUData``.
+    paper : str or None
+        Dataset name in the paper's published results, where it has one.
+    """
+
+    name: str
+    scenario: str
+    folder: str
+    read: Callable[[Path], tuple[np.ndarray, np.ndarray]]
+    construction: Callable[[np.ndarray, np.ndarray, float, int], PUData]
+    paper: str | None = None
+
+    def pu_data(self, data_dir: str | Path, fraction: float, random_state: int = 0) -> PUData:
+        """Read the set from ``data_dir`` and build its PU benchmark at ``fraction``."""
+        X, classes = self.read(Path(data_dir) / self.folder)
+        return self.construction(X, classes, fraction, random_state)
+
+
+def _largest_negative(X: np.ndarray, classes: np.ndarray, fraction: float, seed: int) -> PUData:
+    values, sizes = np.unique(classes, return_counts=True)
+    return snar_pu_data(X, classes, int(values[np.argmax(sizes)]), fraction, seed)
+
+
+def _scar_on(positive_class: int) -> Callable[[np.ndarray, np.ndarray, float, int], PUData]:
+    def build(X: np.ndarray, classes: np.ndarray, fraction: float, seed: int) -> PUData:
+        return scar_pu_data(X, classes == positive_class, fraction, seed)
+
+    return build
+
+
+def _shuttle(X: np.ndarray, classes: np.ndarray, fraction: float, seed: int) -> PUData:
+    return shuttle_pu_data(X, classes, fraction, random_state=seed)
+
+
+REAL_SETS: dict[str, RealSet] = {
+    s.name: s
+    for s in (
+        RealSet(
+            "SNAR_shuttle",
+            "snar",
+            "shuttle",
+            lambda folder: read_shuttle(Path(folder) / "shuttle.trn"),
+            _shuttle,
+            "SNAR_shuttle",
+        ),
+        RealSet("SNAR_avila", "snar", "avila", read_avila, _largest_negative),
+        RealSet("SNAR_gas", "snar", "gas", read_gas, _largest_negative),
+        RealSet("SCAR_grid", "scar", "grid", read_grid, _scar_on(0), "SCAR_electric_grid"),
+        RealSet("SCAR_bank", "scar", "bank", read_bank, _scar_on(0)),
+        RealSet("SCAR_mushroom", "scar", "mushroom", read_mushroom, _scar_on(1)),
+    )
+}

@@ -1,0 +1,65 @@
+"""PU constructions of the real-data benchmarks (pulsnar_dask.realdata)."""
+
+import numpy as np
+import pytest
+
+from pulsnar_dask.realdata import (
+    MAX_HIDDEN_SHARE,
+    REAL_SETS,
+    hidden_counts,
+    scar_pu_data,
+    snar_pu_data,
+)
+
+
+def test_hidden_counts_follow_powers_of_two_from_the_rarest_class():
+    counts = hidden_counts(np.array([5000, 1000, 3000]), 700)
+    # ranked by size: 1000 -> 1/7, 3000 -> 2/7, 5000 -> 4/7
+    np.testing.assert_array_equal(counts, [400, 100, 200])
+
+
+def test_hidden_counts_move_what_a_class_cannot_hide_to_the_others():
+    sizes = np.array([100, 2000, 5000])
+    counts = hidden_counts(sizes, 3000)
+    assert counts.sum() == 3000
+    assert (counts <= np.floor(sizes * MAX_HIDDEN_SHARE)).all()
+    assert counts[0] == 90  # capped at 90% of its 100 rows
+    with pytest.raises(ValueError, match="can hide only"):
+        hidden_counts(sizes, 6400)
+
+
+@pytest.mark.parametrize("fraction", [0.01, 0.2, 0.5])
+def test_snar_construction_hides_the_fraction_with_a_skewed_subtype_mix(fraction):
+    classes = np.repeat([7, 1, 2, 3], [4000, 600, 1500, 2500])
+    classes = np.random.default_rng(0).permutation(classes)
+    X = np.arange(classes.size, dtype=np.float32)[:, None]
+    d = snar_pu_data(X, classes, negative=7, fraction=fraction, random_state=1)
+    unl = d.label == 0
+    assert (d.true_label[classes == 7] == 0).all() and unl[classes == 7].all()
+    m = int(4000 * fraction / (1 - fraction))
+    assert int((d.true_label[unl] > 0).sum()) == m
+    assert d.true_alpha == pytest.approx(m / (4000 + m))
+    hidden = np.bincount(d.true_label[unl], minlength=4)[1:]
+    np.testing.assert_array_equal(hidden, hidden_counts(np.array([600, 1500, 2500]), m))
+    assert hidden[0] <= hidden[1] <= hidden[2]
+    # the same seed gives the same rows
+    again = snar_pu_data(X, classes, negative=7, fraction=fraction, random_state=1)
+    np.testing.assert_array_equal(again.label, d.label)
+
+
+def test_scar_construction_hides_positives_at_random():
+    positive = np.r_[np.ones(3000, bool), np.zeros(2000, bool)]
+    X = np.zeros((positive.size, 2), np.float32)
+    d = scar_pu_data(X, positive, 0.3, random_state=0)
+    assert d.true_alpha == pytest.approx(857 / 2857)
+    assert (d.label[~positive] == 0).all()
+    with pytest.raises(ValueError, match="can hide only"):
+        scar_pu_data(X, positive, 0.6)
+
+
+def test_registry_names_each_set_once_with_a_scenario():
+    assert set(REAL_SETS) == {
+        "SNAR_shuttle", "SNAR_avila", "SNAR_gas", "SCAR_grid", "SCAR_bank", "SCAR_mushroom"
+    }  # fmt: skip
+    for name, spec in REAL_SETS.items():
+        assert name.lower().startswith(spec.scenario)
