@@ -85,11 +85,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="estimate alpha (and calibrate, classify) on a Dask cluster")
     run.add_argument("--input", required=True, help="Parquet file or dataset, path or URL")
-    run.add_argument("--method", choices=("pulscar", "pulsnar"), required=True)
+    run.add_argument(
+        "--method",
+        choices=("auto", "pulscar", "pulsnar"),
+        default="auto",
+        help="auto (default): cluster the positives, and keep PULSNAR only where the "
+        "hidden positives' subtype mix differs from the labeled ones' (else PULSCAR)",
+    )
     run.add_argument("--out", required=True, help="output directory or URL")
     _add_run_options(run)
 
-    demo = sub.add_parser("demo", help="synthetic SNAR data + PULSNAR on a local cluster")
+    demo = sub.add_parser(
+        "demo", help="synthetic SNAR data + the default method on a local cluster"
+    )
     demo.add_argument("--out", default="demo_output")
     demo.add_argument("--n-workers", type=_positive_int(1), default=None)
     demo.add_argument("--quiet", action="store_true")
@@ -136,10 +144,10 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--bin-method", choices=BIN_METHODS, default="rice")
     run.add_argument(
         "--alpha-estimator",
-        choices=("auto", "kernel", "tail"),
-        default="auto",
-        help="alpha from the beta-kernel objective or the smallest tail ratio; auto: "
-        "kernel for pulscar, tail for pulsnar's clusters",
+        choices=("kernel", "tail", "bbe"),  # alpha.ALPHA_ESTIMATORS (not imported at start-up)
+        default="kernel",
+        help="how each subproblem's alpha is read from its probabilities: the beta-kernel "
+        "objective, the smallest tail ratio, or Best Bin Estimation (cross-fitted)",
     )
     run.add_argument("--folds", type=_positive_int(2), default=5)
     run.add_argument("--seed", type=int, default=0)
@@ -308,8 +316,6 @@ def _demo(args: argparse.Namespace) -> dict:
                 "run",
                 "--input",
                 str(data_dir),
-                "--method",
-                "pulsnar",
                 "--out",
                 args.out,
                 "--true-label-col",

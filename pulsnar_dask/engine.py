@@ -48,6 +48,7 @@ from .pu import (
     calibrated_on_rows,
     canonical_subproblem,
     check_subproblem,
+    choose_method,
     choose_mixture,
     combine_on_rows,
     estimate_subproblem,
@@ -63,7 +64,7 @@ from .scoring import booster_params, fold_probabilities
 
 logger = logging.getLogger(__name__)
 
-METHODS = ("pulscar", "pulsnar")
+METHODS = ("auto", "pulscar", "pulsnar")
 ENGINES = ("auto", "task", "dask")
 # A subproblem runs as one task when its feature matrix is below this share of the
 # smallest worker's memory limit (XGBoost needs a few copies of it).
@@ -79,6 +80,7 @@ class JobResult:
     Attributes
     ----------
     method : str
+        ``pulscar`` or ``pulsnar`` (for ``auto``, the one chosen).
     alpha : float
         Mean over iterations of the (summed) alpha.
     alphas : list of float
@@ -105,6 +107,8 @@ class JobResult:
         With classification and true labels: metrics with and without PULSNAR.
     engine : str
         ``task`` or ``dask``.
+    method_evidence : dict or None
+        With ``method="auto"``: why ``method`` was chosen (:func:`choose_method`).
     seconds : float
         Wall time of the job, from reading to the last result.
     timings : dict
@@ -129,8 +133,16 @@ class JobResult:
     mixture_components: int
     metrics: dict[str, dict[str, float]] | None
     engine: str
+    method_evidence: dict[str, Any] | None = None
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def alpha_identified(self) -> bool:
+        """Whether every subproblem's classifier tells labeled positives from unlabeled
+        rows (out-of-fold AUC at least ``WEAK_PU_AUC``); below it the probabilities of
+        positives and unlabeled rows hardly differ and alpha is not identified."""
+        return all(r.pu_auc >= WEAK_PU_AUC for r in self.subproblems)
 
     def summary(self) -> dict[str, Any]:
         """The run summary (DESIGN.md section 4), JSON-serialisable."""
@@ -145,7 +157,11 @@ class JobResult:
             "stage_seconds": self.timings,
             "engine": self.engine,
             "pu_auc": [round(r.pu_auc, 4) for r in self.subproblems],
+            "alpha_identified": self.alpha_identified,
         }
+        if self.method_evidence is not None:
+            out["method_requested"] = "auto"
+            out["method_evidence"] = self.method_evidence
         if len(self.alphas) > 1:
             _, low, high = mean_ci(np.asarray(self.alphas))
             out["alphas"] = self.alphas
@@ -376,7 +392,7 @@ def _gather(client: Client, futures: list[Future], show_progress: bool) -> list[
 def run_job(
     client: Client,
     puf: PUFrame,
-    method: str = "pulsnar",
+    method: str = "auto",
     config: PUConfig | None = None,
     seed: int = 0,
     iterations: int = 1,
@@ -393,7 +409,9 @@ def run_job(
     client : distributed.Client
     puf : PUFrame
         The lazy input (see :func:`pulsnar_dask.io.read_pu_parquet`).
-    method : {"pulscar", "pulsnar"}
+    method : {"auto", "pulscar", "pulsnar"}
+        ``auto`` clusters the positives as PULSNAR does, runs PULSCAR beside the cluster
+        subproblems, and keeps one of the two by :func:`~pulsnar_dask.pu.choose_method`.
     config : PUConfig or None
         Settings; ``None`` uses the method's defaults.
     seed : int
@@ -421,7 +439,7 @@ def run_job(
         raise UserError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     if iterations < 1:
         raise UserError(f"--iterations must be at least 1, got {iterations}")
-    config = (config or PUConfig()).for_method(method)
+    config = config or PUConfig()
     if config.n_threads is None:
         # Parallelism comes from concurrent tasks: one XGBoost thread per task.
         config = config.with_(n_threads=1)
@@ -504,6 +522,7 @@ def run_job(
         return _PendingSubproblem(sub_ids, sub_labels, folds, futures, config, seed + it)
 
     bic = np.array([])
+    evidence = None
     if method == "pulscar":
         stage(f"scoring: {iterations} cross-validated XGBoost run(s)")
         results = _results(
@@ -545,9 +564,23 @@ def run_job(
             for it in range(iterations)
             for c in range(n_clusters)
         ]
+        # auto weighs PULSCAR against the clusters: its subproblems run alongside them.
+        compare = method == "auto" and n_clusters > 1
+        if compare:
+            pending += [subproblem(puf.features, None, it) for it in range(iterations)]
         results = _results(client, pending, show_progress)
         per_iteration = [results[i * n_clusters : (i + 1) * n_clusters] for i in range(iterations)]
         mixture_components = clustering.mixture_components
+        if method == "auto":
+            first = per_iteration[0]
+            method, evidence = choose_method(
+                [r.alpha for r in first], [int(np.sum(r.labels == 1)) for r in first]
+            )
+            logger.info("method auto: %s (%s)", method, evidence["reason"])
+            if method == "pulscar":
+                if compare:
+                    per_iteration = [[r] for r in results[iterations * n_clusters :]]
+                n_clusters = 1
     mark("scoring")
     for i, r in enumerate(per_iteration[0]):
         if r.pu_auc < WEAK_PU_AUC:
@@ -608,6 +641,7 @@ def run_job(
         subproblems=first,
         bic=bic,
         mixture_components=mixture_components,
+        method_evidence=evidence,
         metrics=metrics,
         engine=chosen_engine,
         seconds=time.perf_counter() - start,

@@ -23,6 +23,7 @@ from .pu import (
     PUConfig,
     SubproblemResult,
     calibrated_on_rows,
+    choose_method,
     choose_mixture,
     combine_on_rows,
     fit_mixture_size,
@@ -62,9 +63,9 @@ _COMMON_DOC = """
         Bin-count rule of the beta-kernel densities.
     alpha_region : {"upper", "all"}, default "upper"
         Grid points (``z > 0.5`` or all) the alpha objective is minimised over.
-    alpha_estimator : {"auto", "kernel", "tail"}, default "auto"
-        Alpha from the beta-kernel objective or the smallest tail ratio; ``auto`` is the
-        kernel for PULSCAR and the tail ratio for PULSNAR's clusters.
+    alpha_estimator : {"kernel", "tail", "bbe"}, default "kernel"
+        Alpha from the beta-kernel objective, the smallest tail ratio, or Best Bin
+        Estimation (cross-fitted), for PULSCAR and for each of PULSNAR's clusters.
     bandwidth_search : {"local", "global"}, default "local"
     bandwidth_bounds : (float, float), default (0.05, 0.5)
         Bandwidth search interval (the reference's is (0.01, 0.5)).
@@ -127,7 +128,7 @@ class PULSCAR(BaseEstimator):
         n_folds: int = 5,
         bin_method: str = "rice",
         alpha_region: str = "upper",
-        alpha_estimator: str = "auto",
+        alpha_estimator: str = "kernel",
         bandwidth_search: str = "local",
         bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
         kernel_normalization: str = "point",
@@ -158,7 +159,7 @@ class PULSCAR(BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def _config(self, method: str, **extra: Any) -> PUConfig:
+    def _config(self, **extra: Any) -> PUConfig:
         return PUConfig(
             n_folds=self.n_folds,
             bin_method=self.bin_method,
@@ -174,7 +175,7 @@ class PULSCAR(BaseEstimator):
             calibration_method=self.calibration or "isotonic",
             calibration_data=self.calibration_data,
             **extra,
-        ).for_method(method)
+        )
 
     def _finish(self, alphas: list[float]) -> None:
         self.alphas_ = np.asarray(alphas)
@@ -204,6 +205,7 @@ class PULSCAR(BaseEstimator):
             classify=self.classify,
         )  # fmt: skip
         self._finish(result.alphas)
+        self.method_, self.method_evidence_ = result.method, result.method_evidence
         self.n_clusters_ = result.n_clusters
         self.cluster_alphas_ = np.asarray(result.cluster_alphas)
         self.cluster_estimates_ = result.estimates
@@ -223,7 +225,7 @@ class PULSCAR(BaseEstimator):
         and series (fitted on ``client``'s cluster, or the default client's); the fitted
         vectors are then in row order.
         """
-        config = self._config("pulscar")
+        config = self._config()
         if isinstance(X, dd.DataFrame):
             return self._fit_dask(X, y, client, "pulscar", config)
         X_arr, y_arr = _as_arrays(X, y)
@@ -233,6 +235,7 @@ class PULSCAR(BaseEstimator):
             for i in range(self.n_iterations)
         ]
         self._finish([r.alpha for r in results])
+        self.method_, self.method_evidence_ = "pulscar", None
         self.n_clusters_ = 1
         self.cluster_alphas_ = np.array([self.alpha_])
         self.alpha_estimate_: AlphaEstimate = results[0].estimate
@@ -274,6 +277,11 @@ class PULSNAR(PULSCAR):
         Mixture components with fewer positives than this share are merged into their
         most probable neighbours.
     covariance_type : {"full", "diag", "spherical"}, default "full"
+    method : {"auto", "pulsnar"}, default "auto"
+        ``auto`` also fits PULSCAR (all positives as one subproblem) and keeps it when
+        the positives form one cluster or the clusters hide positives in proportion to
+        their labeled ones (:func:`pulsnar_dask.pu.choose_method`); ``pulsnar`` always
+        sums the clusters.
 
     Attributes
     ----------
@@ -282,6 +290,10 @@ class PULSNAR(PULSCAR):
     cluster_alphas_ : ndarray of shape (n_clusters_,)
         Per-cluster alphas (mean over iterations).
     n_clusters_ : int
+    method_ : str
+        ``"pulsnar"`` or, with ``method="auto"``, the method chosen.
+    method_evidence_ : dict or None
+        With ``method="auto"``: the evidence for ``method_``.
     clustering_ : Clustering
         BIC curve, cluster of each positive, features used.
     cluster_estimates_ : list of AlphaEstimate
@@ -300,7 +312,7 @@ class PULSNAR(PULSCAR):
         n_folds: int = 5,
         bin_method: str = "rice",
         alpha_region: str = "upper",
-        alpha_estimator: str = "auto",
+        alpha_estimator: str = "kernel",
         bandwidth_search: str = "local",
         bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
         kernel_normalization: str = "point",
@@ -320,6 +332,7 @@ class PULSNAR(PULSCAR):
         max_cluster_rows: int | None = 5000,
         min_cluster_fraction: float = 0.0,
         covariance_type: str = "full",
+        method: str = "auto",
     ):
         super().__init__(
             n_folds=n_folds,
@@ -346,6 +359,7 @@ class PULSNAR(PULSCAR):
         self.max_cluster_rows = max_cluster_rows
         self.min_cluster_fraction = min_cluster_fraction
         self.covariance_type = covariance_type
+        self.method = method
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:
         """Cluster the positives, estimate each cluster's alpha, and return self.
@@ -354,7 +368,6 @@ class PULSNAR(PULSCAR):
         :meth:`PULSCAR.fit`).
         """
         config = self._config(
-            "pulsnar",
             max_clusters=self.max_clusters,
             n_clusters=self.n_clusters,
             cluster_selection=self.cluster_selection,
@@ -363,8 +376,10 @@ class PULSNAR(PULSCAR):
             max_cluster_rows=self.max_cluster_rows,
             min_cluster_fraction=self.min_cluster_fraction,
         )
+        if self.method not in ("auto", "pulsnar"):
+            raise ValueError(f"method must be 'auto' or 'pulsnar', got {self.method!r}")
         if isinstance(X, dd.DataFrame):
-            return self._fit_dask(X, y, client, "pulsnar", config)
+            return self._fit_dask(X, y, client, self.method, config)
         X_arr, y_arr = _as_arrays(X, y)
         row_ids = np.arange(y_arr.size)
         seed = self.random_state
@@ -393,8 +408,19 @@ class PULSNAR(PULSCAR):
                     run_subproblem(X_model[rows], y_arr[rows], row_ids[rows], config, seed + i)
                 )
             iterations.append(per_cluster)
+        self.method_, self.method_evidence_ = "pulsnar", None
+        if self.method == "auto":
+            first = iterations[0]
+            self.method_, self.method_evidence_ = choose_method(
+                [r.alpha for r in first], [int(np.sum(r.labels == 1)) for r in first]
+            )
+            if self.method_ == "pulscar" and len(first) > 1:
+                iterations = [
+                    [run_subproblem(X_arr, y_arr, row_ids, config, seed + i)]
+                    for i in range(self.n_iterations)
+                ]
         self._finish([sum(r.alpha for r in per_cluster) for per_cluster in iterations])
-        self.n_clusters_ = self.clustering_.n_clusters
+        self.n_clusters_ = len(iterations[0])
         self.cluster_alphas_ = np.mean([[r.alpha for r in it] for it in iterations], axis=0)
         first = iterations[0]
         self.cluster_estimates_ = [r.estimate for r in first]

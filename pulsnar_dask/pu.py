@@ -57,11 +57,11 @@ class PUConfig:
         Bin-count rule of the densities.
     alpha_region : {"upper", "all"}
         Grid points the alpha objective's minimum is taken over.
-    alpha_estimator : {"auto", "kernel", "tail"}
+    alpha_estimator : {"kernel", "tail", "bbe"}
         How a subproblem's alpha is read from its probabilities (see
-        :mod:`pulsnar_dask.alpha`). ``auto``: the kernel objective for PULSCAR, the tail
-        ratio for PULSNAR's cluster subproblems (:meth:`for_method`); measured on the
-        paper's SNAR benchmarks (benchmarks/results/README.md).
+        :mod:`pulsnar_dask.alpha`): the kernel objective (default, for PULSCAR and for
+        PULSNAR's clusters), the smallest tail ratio, or Best Bin Estimation; measured on
+        every benchmark family (benchmarks/results/README.md, item 14).
     tail_fraction : float
         Share of the positives the tail estimator keeps above its thresholds.
     bandwidth_search : {"local", "global"}
@@ -106,7 +106,7 @@ class PUConfig:
     n_folds: int = 5
     bin_method: str = "rice"
     alpha_region: str = "upper"
-    alpha_estimator: str = "auto"
+    alpha_estimator: str = "kernel"
     tail_fraction: float = DEFAULT_TAIL_FRACTION
     bandwidth_search: str = "local"
     bandwidth_error: str = "mse"
@@ -131,7 +131,7 @@ class PUConfig:
         choices = {
             "bin_method": BIN_METHODS,
             "alpha_region": ("upper", "all"),
-            "alpha_estimator": ("auto", *ALPHA_ESTIMATORS),
+            "alpha_estimator": ALPHA_ESTIMATORS,
             "bandwidth_search": BANDWIDTH_SEARCHES,
             "bandwidth_error": BANDWIDTH_ERRORS,
             "kernel_normalization": KERNEL_NORMALIZATIONS,
@@ -164,12 +164,6 @@ class PUConfig:
     def with_(self, **changes: Any) -> PUConfig:
         """Return a copy with some settings changed."""
         return replace(self, **changes)
-
-    def for_method(self, method: str) -> PUConfig:
-        """Resolve ``alpha_estimator="auto"`` for ``method`` ("pulscar" or "pulsnar")."""
-        if self.alpha_estimator != "auto":
-            return self
-        return self.with_(alpha_estimator="tail" if method == "pulsnar" else "kernel")
 
 
 @dataclass(frozen=True)
@@ -228,7 +222,7 @@ def estimate_subproblem(
         kernel_normalization=config.kernel_normalization,
         exact=config.exact_density,
         random_state=seed,
-        estimator="kernel" if config.alpha_estimator == "auto" else config.alpha_estimator,
+        estimator=config.alpha_estimator,
         tail_fraction=config.tail_fraction,
     )
     return SubproblemResult(row_ids, labels, proba, estimate)
@@ -548,3 +542,70 @@ def improved_probabilities(
     folds = assign_folds(row_ids, new_labels, config.n_folds, seed)
     params = booster_params(config.xgb_params, seed, config.n_threads)
     return out_of_fold_probabilities(X, new_labels, folds, params, config.n_rounds)
+
+
+# Subtype-mix distance below which ``method="auto"`` keeps PULSCAR (see choose_method).
+SCAR_MIX_DISTANCE = 0.1
+# Clusters below this share of the positives are left out of the subtype-mix distance.
+MIX_MIN_SHARE = 0.02
+
+
+def subtype_mix_distance(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) -> float:
+    """How far the hidden positives' subtype mix is from the labeled positives'.
+
+    Total variation distance between each cluster's share of the hidden positives
+    (``alpha_c / sum(alpha)``) and its share of the labeled positives (``n_c / n``). When
+    positives were labeled at random (SCAR) every cluster hides positives in proportion
+    to its labeled ones and the distance is near 0; the SNAR benchmarks give 0.12-0.8.
+    Clusters holding less than ``MIX_MIN_SHARE`` of the positives are left out: a few
+    dozen positives read a share of the unlabeled rows too noisily to weigh.
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0 for fewer than two clusters or when no positive is hidden anywhere.
+    """
+    alphas = np.clip(np.asarray(cluster_alphas, dtype=float), 0.0, None)
+    sizes = np.asarray(cluster_sizes, dtype=float)
+    keep = sizes >= MIX_MIN_SHARE * sizes.sum()
+    alphas, sizes = alphas[keep], sizes[keep]
+    if alphas.size < 2 or alphas.sum() <= 0:
+        return 0.0
+    return float(0.5 * np.abs(alphas / alphas.sum() - sizes / sizes.sum()).sum())
+
+
+def choose_method(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) -> tuple[str, dict]:
+    """Decide between PULSCAR and PULSNAR from PULSNAR's clusters (``method="auto"``).
+
+    PULSCAR when the positives form one cluster, or when the clusters hide positives in
+    proportion to their labeled ones (:func:`subtype_mix_distance` below
+    ``SCAR_MIX_DISTANCE``): the data look SCAR, and one subproblem over all positives
+    reads alpha with less noise than a sum over clusters. PULSNAR otherwise.
+
+    Returns
+    -------
+    (method, evidence)
+        ``"pulscar"`` or ``"pulsnar"``, and a JSON-ready dict: ``n_clusters``,
+        ``subtype_mix_distance``, ``threshold`` and ``reason``.
+    """
+    distance = subtype_mix_distance(cluster_alphas, cluster_sizes)
+    n_clusters = int(np.size(cluster_sizes))
+    if n_clusters == 1:
+        method, reason = "pulscar", "the positives form one cluster"
+    elif distance < SCAR_MIX_DISTANCE:
+        method, reason = (
+            "pulscar",
+            "the clusters hide positives in proportion to their labeled ones (SCAR)",
+        )
+    else:
+        method, reason = (
+            "pulsnar",
+            "the hidden positives' subtype mix differs from the labeled ones' (SNAR)",
+        )
+    evidence = {
+        "n_clusters": n_clusters,
+        "subtype_mix_distance": round(distance, 4),
+        "threshold": SCAR_MIX_DISTANCE,
+        "reason": reason,
+    }
+    return method, evidence

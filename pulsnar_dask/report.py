@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .calibration import expected_calibration_error, reliability_curve
-from .engine import JobResult
+from .engine import WEAK_PU_AUC, JobResult
 
 MAX_PANELS = 6
 
@@ -132,6 +132,14 @@ def calibration_plot(result: JobResult, n_bins: int = 10) -> bytes:
     return _png(fig)
 
 
+NOT_IDENTIFIED = (
+    "<p class='warning'><strong>Alpha is not identified from these features.</strong> The "
+    "classifier hardly tells labeled positives from unlabeled rows (out-of-fold AUC below "
+    f"{WEAK_PU_AUC}: see pu_auc), so the probabilities of the two groups barely differ and "
+    "the number above is not a measurement of the hidden positives.</p>"
+)
+
+
 def build_report(result: JobResult, summary: dict) -> tuple[str, dict[str, bytes]]:
     """Return the HTML report and its PNG files (name -> bytes)."""
     images = {"densities.png": densities_plot(result), "objective.png": objective_plot(result)}
@@ -148,8 +156,11 @@ def build_report(result: JobResult, summary: dict) -> tuple[str, dict[str, bytes
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>pulsnar-dask: {html.escape(result.method)} run</title>"
         "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
-        "th{text-align:left;padding-right:1em}img{max-width:100%}</style></head><body>"
+        "th{text-align:left;padding-right:1em}img{max-width:100%}"
+        ".warning{background:#fff3cd;border-left:4px solid #d39e00;padding:.6em}</style>"
+        "</head><body>"
         f"<h1>{html.escape(result.method.upper())}: alpha = {result.alpha:.4f}</h1>"
+        f"{'' if result.alpha_identified else NOT_IDENTIFIED}"
         f"<table>{rows}</table>{figures}</body></html>"
     )
     return page, images

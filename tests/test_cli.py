@@ -94,6 +94,7 @@ def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
     assert json.loads((out / "summary.json").read_text()) == summary
     assert len(summary["pu_auc"]) == len(summary["cluster_alphas"])
     assert min(summary["pu_auc"]) > 0.6 and "hardly tells" not in err
+    assert summary["alpha_identified"] is True
     for key in (
         "method",
         "alpha",
@@ -286,7 +287,9 @@ def test_features_that_cannot_separate_labels_get_a_warning(tmp_path, capsys, ca
         status, summary, err = run_cli(args, capsys)
     assert status == 0, err
     assert summary["pu_auc"][0] < 0.6
+    assert summary["alpha_identified"] is False
     assert "hardly tells labeled positives from unlabeled rows" in caplog.text
+    assert "Alpha is not identified" in (tmp_path / "out" / "report.html").read_text()
 
 
 def test_finished_run_is_not_overwritten_without_the_flag(data, tmp_path, capsys):
@@ -329,3 +332,16 @@ def test_a_true_label_column_never_becomes_a_feature(tmp_path, caplog):
         puf = read_pu_parquet(str(tmp_path / "truth.parquet"))
     assert puf.features == ["f0"] and puf.true_label == "true_label"
     assert "taken as the true-label column" in caplog.text
+
+
+def test_cli_choices_match_the_library_options():
+    """The CLI spells some choices out (to keep its start-up imports light): they must
+    be the library's."""
+    from pulsnar_dask.alpha import ALPHA_ESTIMATORS
+    from pulsnar_dask.cli import build_parser
+    from pulsnar_dask.pu import PUConfig
+
+    run = build_parser()._subparsers._group_actions[0].choices["run"]
+    actions = {a.dest: a for a in run._actions}
+    assert tuple(actions["alpha_estimator"].choices) == ALPHA_ESTIMATORS
+    assert actions["alpha_estimator"].default == PUConfig().alpha_estimator

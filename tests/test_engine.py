@@ -29,10 +29,21 @@ def test_task_engine_matches_the_in_memory_estimator(client, data):
     puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     result = run_job(client, puf, method="pulsnar", seed=2, engine="task")
     _, d = data
-    est = PULSNAR(random_state=2, n_jobs=1).fit(d.X, d.label)
+    est = PULSNAR(random_state=2, n_jobs=1, method="pulsnar").fit(d.X, d.label)
     assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
     np.testing.assert_allclose(result.cluster_alphas, est.cluster_alphas_)
     assert result.n_clusters == est.n_clusters_
+
+
+def test_auto_method_matches_the_in_memory_estimator(client, data):
+    puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
+    result = run_job(client, puf, seed=2, engine="task")  # method="auto" by default
+    _, d = data
+    est = PULSNAR(random_state=2, n_jobs=1).fit(d.X, d.label)
+    assert result.method == est.method_ and result.method_evidence == est.method_evidence_
+    assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
+    summary = result.summary()
+    assert summary["method_requested"] == "auto" and summary["method"] == est.method_
 
 
 def test_xgboost_dask_engine_agrees_with_the_task_engine(client, data):

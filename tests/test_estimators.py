@@ -96,22 +96,18 @@ def test_importance_gain_is_row_order_free_and_caps_the_unlabeled():
     assert (gain > 0).any() and not np.array_equal(gain, uncapped)
 
 
-def test_alpha_estimator_auto_is_kernel_for_pulscar_and_tail_for_pulsnar_clusters(snar):
-    from pulsnar_dask.pu import PUConfig
-
-    assert PUConfig().for_method("pulscar").alpha_estimator == "kernel"
-    assert PUConfig().for_method("pulsnar").alpha_estimator == "tail"
-    assert PUConfig(alpha_estimator="kernel").for_method("pulsnar").alpha_estimator == "kernel"
+def test_each_alpha_reader_is_used_for_every_cluster_and_kernel_is_the_default(snar):
     model = PULSNAR(random_state=0, n_jobs=1).fit(snar.X, snar.label)
-    assert {e.estimator for e in model.cluster_estimates_} == {"tail"}
-    reread = [
-        estimate_alpha(r.probabilities, r.labels, estimator="tail").alpha
-        for r in model.subproblems_
-    ]
-    np.testing.assert_allclose(reread, model.cluster_alphas_)
+    assert {e.estimator for e in model.cluster_estimates_} == {"kernel"}
     assert PULSCAR(random_state=0, n_jobs=1).fit(snar.X, snar.label).alpha_estimate_.estimator == (
         "kernel"
     )
-    kernel = PULSNAR(random_state=0, n_jobs=1, alpha_estimator="kernel").fit(snar.X, snar.label)
-    assert {e.estimator for e in kernel.cluster_estimates_} == {"kernel"}
+    for reader in ("tail", "bbe"):
+        other = PULSNAR(random_state=0, n_jobs=1, alpha_estimator=reader).fit(snar.X, snar.label)
+        assert {e.estimator for e in other.cluster_estimates_} == {reader}
+        reread = [
+            estimate_alpha(r.probabilities, r.labels, estimator=reader, random_state=0).alpha
+            for r in other.subproblems_
+        ]
+        np.testing.assert_allclose(reread, other.cluster_alphas_)
     assert abs(model.alpha_ - snar.true_alpha) < 0.05

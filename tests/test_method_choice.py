@@ -1,0 +1,70 @@
+"""method="auto": PULSCAR or PULSNAR from the clusters' subtype mix (pu.choose_method)."""
+
+import numpy as np
+import pytest
+
+from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
+from pulsnar_dask.pu import SCAR_MIX_DISTANCE, choose_method, subtype_mix_distance
+
+
+def test_subtype_mix_distance_known_answers():
+    # hidden shares 0.5 / 0.5 against labeled shares 0.25 / 0.75
+    assert subtype_mix_distance([0.1, 0.1], [100, 300]) == pytest.approx(0.25)
+    # in proportion: SCAR
+    assert subtype_mix_distance([0.05, 0.15], [100, 300]) == pytest.approx(0.0)
+    # every hidden positive in the cluster holding a tenth of the labeled ones
+    assert subtype_mix_distance([0.3, 0.0, 0.0], [100, 450, 450]) == pytest.approx(0.9)
+    assert subtype_mix_distance([0.2], [100]) == 0.0
+    # a cluster under 2% of the positives is left out
+    assert subtype_mix_distance([0.1, 0.1, 0.05], [100, 300, 5]) == pytest.approx(0.25)
+    assert subtype_mix_distance([0.0, 0.0], [5, 5]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("alphas", "sizes", "method"),
+    [
+        ([0.2], [500], "pulscar"),
+        ([0.05, 0.15], [100, 300], "pulscar"),
+        ([0.06, 0.14], [100, 300], "pulscar"),  # distance 0.05
+        ([0.1, 0.1], [100, 300], "pulsnar"),  # distance 0.25
+    ],
+)
+def test_choose_method_from_the_clusters(alphas, sizes, method):
+    chosen, evidence = choose_method(np.array(alphas), np.array(sizes))
+    assert chosen == method
+    assert evidence["n_clusters"] == len(sizes)
+    assert evidence["threshold"] == SCAR_MIX_DISTANCE
+    assert (evidence["subtype_mix_distance"] < SCAR_MIX_DISTANCE) == (method == "pulscar")
+    assert evidence["reason"]
+
+
+def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
+    snar = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
+    auto = PULSNAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
+    plain = PULSNAR(random_state=0, n_jobs=2, method="pulsnar").fit(snar.X, snar.label)
+    assert auto.method_ == "pulsnar" and plain.method_ == "pulsnar"
+    assert auto.method_evidence_["subtype_mix_distance"] >= SCAR_MIX_DISTANCE
+    assert plain.method_evidence_ is None
+    assert auto.alpha_ == plain.alpha_ and auto.n_clusters_ == plain.n_clusters_ > 1
+
+    scar = two_subtypes_labeled_at_random()
+    auto = PULSNAR(random_state=0, n_jobs=2).fit(scar.X, scar.label)
+    assert auto.method_evidence_["n_clusters"] >= 2  # two subtypes (or pieces), hidden alike
+    assert auto.method_evidence_["subtype_mix_distance"] < SCAR_MIX_DISTANCE
+    assert auto.method_ == "pulscar" and auto.n_clusters_ == 1
+    # PULSCAR itself, on every feature
+    assert auto.alpha_ == PULSCAR(random_state=0, n_jobs=2).fit(scar.X, scar.label).alpha_
+    assert auto.alpha_ == pytest.approx(scar.true_alpha, abs=0.03)
+    with pytest.raises(ValueError, match="method must be"):
+        PULSNAR(method="pulscar").fit(scar.X, scar.label)
+
+
+def two_subtypes_labeled_at_random():
+    """Positives in two separated blobs, 30% of each hidden at random; negatives apart."""
+    from pulsnar_dask.realdata import scar_pu_data
+
+    rng = np.random.default_rng(4)
+    centres = np.array([[3.0, 3.0, 0, 0], [-3.0, 3.0, 0, 0], [0.0, -3.0, 0, 0]])
+    group = np.repeat([0, 1, 2], [1500, 1500, 3000])
+    X = centres[group] + rng.normal(size=(group.size, 4))
+    return scar_pu_data(X, group < 2, 0.3, random_state=0)
