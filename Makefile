@@ -1,35 +1,54 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+LOCK := constraints.txt
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install demo test test-slow lint format clean
+.PHONY: install demo test test-slow lint format lock clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-install: $(STAMP)
+# Installs pin every package to the lock, so pip resolves nothing.
+$(RUN_STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/pip install --quiet -c $(LOCK) -e .
+	touch $@
 
-demo: $(STAMP)
+$(DEV_STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/pip install --quiet -c $(LOCK) -e '.[dev]'
+	touch $@ $(RUN_STAMP)
+
+install: $(RUN_STAMP)
+
+demo: $(RUN_STAMP)
 	$(BIN)/pulsnar-dask demo
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/ruff check pulsnar_dask tests jobs
 	$(BIN)/ruff format --check pulsnar_dask tests jobs
 	$(BIN)/pytest -q
 
-test-slow: $(STAMP)
+test-slow: $(DEV_STAMP)
 	$(BIN)/pytest -q -m slow
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check pulsnar_dask tests jobs
 
-format: $(STAMP)
+format: $(DEV_STAMP)
 	$(BIN)/ruff format pulsnar_dask tests jobs
 	$(BIN)/ruff check --fix pulsnar_dask tests jobs
 
+# Re-resolve the newest versions pyproject.toml allows (with the test tools) and pin them.
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet --upgrade pip
+	.lock-venv/bin/pip install --quiet '.[dev]'
+	{ echo '# The resolved dependency set (make demo / make test install from it). Refresh: make lock'; \
+	  .lock-venv/bin/pip freeze --exclude-editable | grep -v '^pulsnar-dask'; } > $(LOCK)
+	rm -rf .lock-venv build
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .lock-venv
