@@ -140,6 +140,19 @@ NOT_IDENTIFIED = (
 )
 
 
+def _method_choice(result: JobResult) -> str:
+    """One paragraph on why ``--method auto`` chose the method (empty otherwise)."""
+    evidence = result.method_evidence
+    if evidence is None:
+        return ""
+    return (
+        f"<p>Method auto chose <strong>{result.method.upper()}</strong>: "
+        f"{html.escape(evidence['reason'])} ({evidence['n_clusters']} cluster(s) of "
+        f"positives; subtype-mix distance {evidence['subtype_mix_distance']:.3f}, "
+        f"PULSCAR below {evidence['threshold']:g}).</p>"
+    )
+
+
 def build_report(result: JobResult, summary: dict) -> tuple[str, dict[str, bytes]]:
     """Return the HTML report and its PNG files (name -> bytes)."""
     images = {"densities.png": densities_plot(result), "objective.png": objective_plot(result)}
@@ -160,7 +173,7 @@ def build_report(result: JobResult, summary: dict) -> tuple[str, dict[str, bytes
         ".warning{background:#fff3cd;border-left:4px solid #d39e00;padding:.6em}</style>"
         "</head><body>"
         f"<h1>{html.escape(result.method.upper())}: alpha = {result.alpha:.4f}</h1>"
-        f"{'' if result.alpha_identified else NOT_IDENTIFIED}"
+        f"{'' if result.alpha_identified else NOT_IDENTIFIED}{_method_choice(result)}"
         f"<table>{rows}</table>{figures}</body></html>"
     )
     return page, images

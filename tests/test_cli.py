@@ -345,3 +345,23 @@ def test_cli_choices_match_the_library_options():
     actions = {a.dest: a for a in run._actions}
     assert tuple(actions["alpha_estimator"].choices) == ALPHA_ESTIMATORS
     assert actions["alpha_estimator"].default == PUConfig().alpha_estimator
+
+
+def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsys):
+    out = tmp_path / "auto"
+    status, summary, err = run_cli(
+        ["run", "--input", str(data), "--out", str(out), "--n-workers", "2"], capsys
+    )
+    assert status == 0, err
+    assert summary["method_requested"] == "auto"
+    evidence = summary["method_evidence"]
+    assert summary["method"] in ("pulscar", "pulsnar")
+    assert set(evidence) == {"n_clusters", "subtype_mix_distance", "threshold", "reason"}
+    assert (summary["method"] == "pulscar") == (
+        evidence["n_clusters"] == 1 or evidence["subtype_mix_distance"] < evidence["threshold"]
+    )
+    assert summary["n_clusters"] == (
+        1 if summary["method"] == "pulscar" else len(summary["cluster_alphas"])
+    )
+    report = (out / "report.html").read_text()
+    assert f"Method auto chose <strong>{summary['method'].upper()}</strong>" in report
