@@ -34,6 +34,7 @@ errors against the targets).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
@@ -120,10 +121,11 @@ def make_frame(name: str, setting: float, seed: int, table: tuple | None) -> pd.
     return pu_frame(make_pu_data(scenario, 2000, 6000, 50, setting, random_state=seed))
 
 
-def run_one(client, bench: Benchmark, algorithm: str, setting: float, seed: int, tables):
+def run_one(client, bench: Benchmark, algorithm: str, setting: float, seed: int, tables, config):
     """One run through the engine; returns its row and, for seed 0, calibration curves.
 
-    ``tables`` maps each real set to its scattered (X, classes) and feature count."""
+    ``tables`` maps each real set to its scattered (X, classes) and feature count;
+    ``config`` is the PUConfig of every run."""
     table, d = tables.get(bench.name, (None, {"SNAR_large": 100}.get(bench.name, 50)))
     meta = pd.DataFrame({f"f{i}": pd.Series(dtype="float32") for i in range(d)})
     meta = meta.assign(
@@ -134,7 +136,6 @@ def run_one(client, bench: Benchmark, algorithm: str, setting: float, seed: int,
     part = dask.delayed(make_frame)(bench.name, setting, seed, table)
     frame = dd.from_delayed([part], meta=meta, verify_meta=False)
     puf = PUFrame(frame, [f"f{i}" for i in range(d)], "label", "row_id", "true_label")
-    config = PUConfig()
     result = run_job(
         client,
         puf,
@@ -422,7 +423,8 @@ def write_outputs(
     head = [
         "# Paper reproduction through the distributed engine",
         "",
-        f"{len(runs)} runs, seeds 0-{args.seeds - 1}, default settings, "
+        f"{len(runs)} runs, seeds 0-{args.seeds - 1}, "
+        f"{'settings changed: ' + ', '.join(args.set) if args.set else 'default settings'}, "
         f"{'quick variant, ' if args.quick else ''}{wall / 60:.1f} min on this machine "
         "(2 cores). Regenerate: `python jobs/benchmark_paper.py` (`--quick` for a few minutes).",
         "",
@@ -467,7 +469,16 @@ def main() -> None:
     parser.add_argument("--cluster-config", default=None, help="YAML cluster config")
     parser.add_argument("--n-workers", type=int, default=None)
     parser.add_argument("--concurrency", type=int, default=4, help="runs in flight at once")
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="OPTION=VALUE",
+        help="PUConfig settings to change from the defaults (a variant to compare), e.g. "
+        "max_cluster_features=100; values are read as JSON",
+    )
     args = parser.parse_args()
+    config = PUConfig(**{k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)})
     args.seeds = args.seeds or (2 if args.quick else 10)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("pulsnar_dask").setLevel(logging.WARNING)
@@ -504,7 +515,7 @@ def main() -> None:
             for name, table in tables.items()
         }
         with ThreadPoolExecutor(args.concurrency) as pool:
-            futures = {pool.submit(run_one, client, *t, scattered): t for t in tasks}
+            futures = {pool.submit(run_one, client, *t, scattered, config): t for t in tasks}
             for k, future in enumerate(as_completed(futures), 1):
                 bench, algorithm, setting, seed = futures[future]
                 row, curve = future.result()

@@ -1,13 +1,15 @@
-"""How each alpha estimator does on the same out-of-fold probabilities.
+"""How each alpha reader, and method="auto", do on the same out-of-fold probabilities.
 
-Fits the in-memory estimators once per data set (PULSNAR on SNAR data, PULSCAR on SCAR
-data) and re-reads alpha from the fitted subproblems with the ``kernel`` objective and
-the ``tail`` ratio, so the comparison is free of classifier noise. Data sets: the paper's
-synthetic protocol (P=2000, U=6000, 50 features, class_sep 0.3, 7 fractions), shuttle
-(4 fractions), and easier synthetic SNAR settings (more separated subtypes, fewer
-features). Writes benchmarks/results/alpha_estimators.{csv,md}.
+For every benchmark family (the paper's synthetic SNAR and SCAR data, and every real set of
+:mod:`pulsnar_dask.realdata`), fractions 0.01-0.5 and a few seeds, the in-memory
+estimators are fitted once: PULSNAR (its own clusters), PULSCAR, and, on SNAR data, one
+subproblem per true subtype (the oracle clustering, which tells a clustering loss from a
+reader loss). Alpha is then re-read from the same probabilities with each reader
+(``kernel``, ``tail``, ``bbe``), so the comparison is free of classifier noise; the
+subtype-mix distance of PULSNAR's clusters shows what ``method="auto"`` would choose at
+each threshold. Writes benchmarks/results/alpha_estimators.{csv,md}.
 
-    python jobs/compare_alpha_estimators.py [--seeds 10] [--workers 2]
+    python jobs/compare_alpha_estimators.py [--seeds 3] [--workers 2]
 """
 
 from __future__ import annotations
@@ -17,111 +19,148 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from pulsnar_dask import PULSCAR, PULSNAR, estimate_alpha, make_pu_data
-from pulsnar_dask.shuttle import FRACTIONS as SHUTTLE_FRACTIONS
-from pulsnar_dask.shuttle import read_shuttle, shuttle_pu_data
+from pulsnar_dask.alpha import ALPHA_ESTIMATORS
+from pulsnar_dask.pu import PUConfig, run_subproblem, subtype_mix_distance
+from pulsnar_dask.realdata import FRACTIONS, REAL_SETS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-SHUTTLE = ROOT.parent / "shared" / "data" / "shuttle" / "shuttle.trn"
-PAPER_FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
-# name: (scenario, n_pos, n_unlab, n_features, class_sep, n_subtypes, fractions)
-SYNTHETIC = {
-    "SNAR paper (50 f, sep 0.3)": ("snar", 2000, 6000, 50, 0.3, 5, PAPER_FRACTIONS),
-    "SCAR paper (50 f, sep 0.3)": ("scar", 2000, 6000, 50, 0.3, 5, PAPER_FRACTIONS),
-    "SNAR 20 f, sep 0.5": ("snar", 1000, 5000, 20, 0.5, 5, (0.1, 0.25, 0.45)),
-    "SNAR 20 f, sep 1": ("snar", 2000, 10000, 20, 1.0, 5, (0.1, 0.25, 0.45)),
-    "SNAR 10 f, sep 1": ("snar", 2000, 6000, 10, 1.0, 5, (0.1, 0.25, 0.45)),
-    "SNAR 8 f, sep 2, 3 subtypes": ("snar", 600, 3000, 8, 2.0, 3, (0.1, 0.25, 0.45)),
-}
-ESTIMATORS = ("kernel", "tail")
+DATA = ROOT.parent / "shared" / "data"
+SYNTHETIC = ("SNAR_synthetic", "SCAR_synthetic")
+THRESHOLDS = (0.05, 0.1, 0.15, 0.2)
+
+
+def build(name: str, fraction: float, seed: int):
+    if name in SYNTHETIC:
+        scenario = name.split("_")[0].lower()
+        return make_pu_data(scenario, 2000, 6000, 50, fraction, random_state=seed)
+    return REAL_SETS[name].pu_data(DATA, fraction, seed)
+
+
+def oracle_subproblems(data, seed: int) -> list:
+    """One subproblem per true subtype (its labeled positives + every unlabeled row)."""
+    config = PUConfig(n_threads=1)
+    ids = np.arange(data.label.size)
+    positive = data.label == 1
+    out = []
+    for subtype in np.unique(data.true_label[positive]):
+        rows = (data.label == 0) | (positive & (data.true_label == subtype))
+        if np.sum(positive & (data.true_label == subtype)) >= config.n_folds:
+            out.append(run_subproblem(data.X[rows], data.label[rows], ids[rows], config, seed))
+    return out
 
 
 def run_one(task: tuple[str, float, int]) -> list[dict]:
     name, fraction, seed = task
-    if name == "SNAR shuttle":
-        data = shuttle_pu_data(*read_shuttle(SHUTTLE), fraction, random_state=seed)
-    else:
-        scenario, n_pos, n_unlab, n_features, sep, subtypes, _ = SYNTHETIC[name]
-        data = make_pu_data(
-            scenario, n_pos, n_unlab, n_features, fraction, class_sep=sep,
-            n_subtypes=subtypes, random_state=seed,
-        )  # fmt: skip
-    cls = PULSCAR if name.startswith("SCAR") else PULSNAR
-    model = cls(random_state=seed, n_jobs=1).fit(data.X, data.label)
+    try:
+        data = build(name, fraction, seed)
+    except ValueError:  # the set cannot hide that many positives
+        return []
+    fits = {
+        "PULSNAR clusters": PULSNAR(random_state=seed, n_jobs=1, method="pulsnar")
+        .fit(data.X, data.label)
+        .subproblems_,
+        "PULSCAR": PULSCAR(random_state=seed, n_jobs=1).fit(data.X, data.label).subproblems_,
+    }
+    if name.startswith("SNAR"):
+        fits["true subtypes"] = oracle_subproblems(data, seed)
     rows = []
-    for estimator in ESTIMATORS:
-        alpha = sum(
-            estimate_alpha(r.probabilities, r.labels, estimator=estimator).alpha
-            for r in model.subproblems_
-        )
-        rows.append(
-            {
-                "data": name,
-                "method": cls.__name__,
-                "fraction": fraction,
-                "seed": seed,
-                "true_alpha": data.true_alpha,
-                "estimator": estimator,
-                "alpha": alpha,
-                "n_clusters": model.n_clusters_,
-            }
-        )
+    for clustering, subproblems in fits.items():
+        for reader in ALPHA_ESTIMATORS:
+            alphas = [
+                estimate_alpha(r.probabilities, r.labels, estimator=reader, random_state=seed).alpha
+                for r in subproblems
+            ]
+            sizes = [int(np.sum(r.labels == 1)) for r in subproblems]
+            rows.append(
+                {
+                    "data": name,
+                    "fraction": fraction,
+                    "seed": seed,
+                    "true_alpha": data.true_alpha,
+                    "clustering": clustering,
+                    "reader": reader,
+                    "alpha": float(np.sum(alphas)),
+                    "n_clusters": len(subproblems),
+                    "mix_distance": subtype_mix_distance(alphas, sizes),
+                    "pu_auc": float(np.mean([r.pu_auc for r in subproblems])),
+                }
+            )
     return rows
+
+
+def auto_table(runs: pd.DataFrame) -> list[str]:
+    """MAE of method="auto" (kernel reader) at each subtype-mix threshold, per data set."""
+    kernel = runs[runs.reader == "kernel"].set_index(["data", "fraction", "seed"])
+    nar = kernel[kernel.clustering == "PULSNAR clusters"]
+    car = kernel[kernel.clustering == "PULSCAR"].reindex(nar.index)
+    head = "| data | PULSNAR | PULSCAR | " + " | ".join(f"auto at {t:g}" for t in THRESHOLDS)
+    lines = [head + " |", "|---" * (3 + len(THRESHOLDS)) + "|"]
+    for name in nar.index.get_level_values(0).unique():
+        n, c = nar.loc[name], car.loc[name]
+        cells = [f"{(n.alpha - n.true_alpha).abs().mean():.4f}"]
+        cells.append(f"{(c.alpha - c.true_alpha).abs().mean():.4f}")
+        for t in THRESHOLDS:
+            scar = (n.n_clusters == 1) | (n.mix_distance < t)
+            auto = np.where(scar, c.alpha, n.alpha)
+            cells.append(
+                f"{np.mean(np.abs(auto - n.true_alpha)):.4f} ({int((~scar).sum())}/{len(n)})"
+            )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    tasks = [
-        (name, f, seed)
-        for name, spec in SYNTHETIC.items()
-        for f in spec[-1]
-        for seed in range(args.seeds if "paper" in name else min(args.seeds, 3))
-    ] + [("SNAR shuttle", f, seed) for f in SHUTTLE_FRACTIONS for seed in range(args.seeds)]
+    names = [*SYNTHETIC, *REAL_SETS]
+    tasks = [(n, f, s) for s in range(args.seeds) for n in names for f in FRACTIONS]
     start = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
         runs = pd.DataFrame([row for rows in pool.map(run_one, tasks) for row in rows])
     runs["error"] = runs.alpha - runs.true_alpha
     RESULTS.mkdir(parents=True, exist_ok=True)
     runs.to_csv(RESULTS / "alpha_estimators.csv", index=False)
+    n_fits = runs.groupby(["data", "fraction", "seed"]).ngroups
     lines = [
-        "# Alpha estimators on the same out-of-fold probabilities",
+        "# Alpha readers and method=auto on the same out-of-fold probabilities",
         "",
-        f"{len(tasks)} fits in {(time.perf_counter() - start) / 60:.1f} min; PULSNAR on SNAR "
-        "data (alpha = sum over its clusters), PULSCAR on SCAR data. Per-run mean absolute "
-        "error / mean error (bias); paper data sets with seeds 0-"
-        f"{args.seeds - 1}, the others with up to 3 seeds.",
+        f"{n_fits} data sets fitted in {(time.perf_counter() - start) / 60:.1f} min "
+        f"(seeds 0-{args.seeds - 1}, fractions {', '.join(f'{f:g}' for f in FRACTIONS)} where "
+        "the set can hide them), in memory. Alpha is the sum over the subproblems of each "
+        "clustering; per-run mean absolute error / mean error (bias).",
         "",
-        "| data | method | runs | kernel MAE | kernel bias | tail MAE | tail bias |",
-        "|---|---|---|---|---|---|---|",
+        "| data | clustering | runs | mean clusters | "
+        + " | ".join(f"{r} MAE | {r} bias" for r in ALPHA_ESTIMATORS)
+        + " |",
+        "|---|---|---|---|" + "---|---|" * len(ALPHA_ESTIMATORS),
     ]
-    for (name, method), sel in runs.groupby(["data", "method"], sort=False):
+    for (name, clustering), sel in runs.groupby(["data", "clustering"], sort=False):
         cells = []
-        for estimator in ESTIMATORS:
-            err = sel[sel.estimator == estimator].error
+        for reader in ALPHA_ESTIMATORS:
+            err = sel[sel.reader == reader].error
             cells += [f"{err.abs().mean():.4f}", f"{err.mean():+.4f}"]
-        lines.append(f"| {name} | {method} | {len(sel) // 2} | " + " | ".join(cells) + " |")
+        first = sel[sel.reader == ALPHA_ESTIMATORS[0]]
+        lines.append(
+            f"| {name} | {clustering} | {len(first)} | {first.n_clusters.mean():.1f} | "
+            + " | ".join(cells)
+            + " |"
+        )
     lines += [
         "",
-        "Per fraction, PULSNAR on the paper's SNAR data (MAE / bias):",
+        "method=auto with the kernel reader: PULSCAR where PULSNAR's clusters are one, or "
+        "their subtype-mix distance is under the threshold; per-run MAE (runs that kept "
+        "PULSNAR / runs).",
         "",
-        "| fraction | kernel | tail |",
-        "|---|---|---|",
+        *auto_table(runs),
     ]
-    paper = runs[runs.data.str.startswith("SNAR paper")]
-    for f, sel in paper.groupby("fraction"):
-        cells = []
-        for estimator in ESTIMATORS:
-            err = sel[sel.estimator == estimator].error
-            cells.append(f"{err.abs().mean():.4f} / {err.mean():+.4f}")
-        lines.append(f"| {f:g} | " + " | ".join(cells) + " |")
     (RESULTS / "alpha_estimators.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
 
 
 if __name__ == "__main__":

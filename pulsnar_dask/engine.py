@@ -523,6 +523,7 @@ def run_job(
 
     bic = np.array([])
     evidence = None
+    pulscar_first: SubproblemResult | None = None  # PULSCAR beside PULSNAR (auto)
     if method == "pulscar":
         stage(f"scoring: {iterations} cross-validated XGBoost run(s)")
         results = _results(
@@ -571,6 +572,8 @@ def run_job(
         results = _results(client, pending, show_progress)
         per_iteration = [results[i * n_clusters : (i + 1) * n_clusters] for i in range(iterations)]
         mixture_components = clustering.mixture_components
+        if compare:
+            pulscar_first = results[iterations * n_clusters]
         if method == "auto":
             first = per_iteration[0]
             method, evidence = choose_method(
@@ -613,11 +616,13 @@ def run_job(
             pure=False,
         ).result()
         if true_labels is not None:
-            baseline = (
-                probability
-                if method == "pulscar"
-                else _results(client, [subproblem(puf.features, None, 0)], False)[0].probabilities
-            )
+            if method == "pulscar":
+                baseline = probability
+            else:
+                pulscar_first = (
+                    pulscar_first or _results(client, [subproblem(puf.features, None, 0)], False)[0]
+                )
+                baseline = pulscar_first.probabilities
             metrics = {
                 "without_pu": classification_metrics(true_labels > 0, baseline),
                 "with_pu": classification_metrics(true_labels > 0, improved),
