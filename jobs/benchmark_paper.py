@@ -260,7 +260,8 @@ def benchmark_markdown(name: str, runs: pd.DataFrame, summary: pd.DataFrame, pap
         )
         lines += [
             f"## {algorithm}: per-run MAE **{mae:.4f}** over {len(these)} runs "
-            f"(paper {'PULSNAR' if algorithm == 'AUTO' else algorithm}: {published:.4f}); "
+            f"(paper {'PULSNAR' if algorithm == 'AUTO' else algorithm}: "
+            f"{'-' if np.isnan(published) else f'{published:.4f}'}); "
             f"mean clusters {these.n_clusters.mean():.1f}; mean {these.seconds.mean():.1f} s "
             f"per run{chose}",
             "",
