@@ -222,6 +222,8 @@ def scar_pu_data(
 ) -> PUData:
     """Hide ``n_negative * fraction / (1 - fraction)`` positives drawn at random.
 
+    The SNAR construction with a single positive class, which then hides them all.
+
     Parameters
     ----------
     X : ndarray of shape (n, d)
@@ -235,20 +237,7 @@ def scar_pu_data(
     ValueError
         If more than ``MAX_HIDDEN_SHARE`` of the positives would have to be hidden.
     """
-    if not 0 < fraction < 1:
-        raise ValueError(f"fraction must be in (0, 1), got {fraction}")
-    positive = np.asarray(positive, dtype=bool)
-    counts = hidden_counts(
-        np.array([positive.sum()]), int(np.sum(~positive) * fraction / (1 - fraction))
-    )
-    rng = np.random.default_rng(random_state)
-    hidden = np.zeros(positive.size, dtype=bool)
-    hidden[rng.permutation(np.flatnonzero(positive))[: counts[0]]] = True
-    return PUData(
-        X=np.asarray(X, dtype=np.float32),
-        label=(positive & ~hidden).astype(np.int8),
-        true_label=positive.astype(np.int8),
-    )
+    return snar_pu_data(X, np.asarray(positive, dtype=np.int64), 0, fraction, random_state)
 
 
 @dataclass(frozen=True)
