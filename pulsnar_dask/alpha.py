@@ -321,7 +321,7 @@ def estimate_alpha(
         ``point``: each probability's kernel sums to 1 over the grid (mass-preserving);
         ``grid``: the paper's mean kernel, normalised once over the grid.
     random_state : int or None
-        Seed of the global bandwidth search.
+        Seed of the global bandwidth search and of BBE's random halvings.
     estimator : {"kernel", "tail", "bbe"}
         Alpha from the kernel objective (PULSCAR), the smallest tail ratio, or Best Bin
         Estimation (:func:`best_bin_alpha`; see the module docstring); the densities and
