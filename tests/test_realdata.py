@@ -63,3 +63,35 @@ def test_registry_names_each_set_once_with_a_scenario():
     }  # fmt: skip
     for name, spec in REAL_SETS.items():
         assert name.lower().startswith(spec.scenario)
+
+
+def test_readers_parse_each_file_format(tmp_path):
+    from pulsnar_dask.realdata import read_avila, read_bank, read_gas, read_grid, read_mushroom
+
+    (tmp_path / "avila-tr.txt").write_text("0.1,0.2,A\n0.3,-0.4,F\n")
+    (tmp_path / "avila-ts.txt").write_text("0.5,0.6,B\n")
+    X, classes = read_avila(tmp_path)
+    np.testing.assert_allclose(X, [[0.1, 0.2], [0.3, -0.4], [0.5, 0.6]], rtol=1e-6)
+    np.testing.assert_array_equal(classes, [0, 2, 1])  # A, F, B in alphabetical codes
+
+    (tmp_path / "batch1.dat").write_text("2 1:1.5 3:-2.0\n")
+    (tmp_path / "batch2.dat").write_text("5;50.00 128:7.0\n\n")
+    X, classes = read_gas(tmp_path)
+    assert X.shape == (2, 128) and list(classes) == [2, 5]
+    assert X[0, 0] == 1.5 and X[0, 2] == -2.0 and X[1, 127] == 7.0 and X[0, 1] == 0
+
+    (tmp_path / "stable.csv").write_text("1.0,2.0,0\n3.0,4.0,1\n")
+    X, classes = read_grid(tmp_path)
+    assert X.shape == (2, 2) and list(classes) == [0, 1]
+
+    (tmp_path / "bank-additional.csv").write_text(
+        '"age";"job";"y"\n30;"admin.";"no"\n41;"services";"yes"\n50;"admin.";"no"\n'
+    )
+    X, classes = read_bank(tmp_path)
+    np.testing.assert_array_equal(X, [[30, 0], [41, 1], [50, 0]])
+    assert list(classes) == [0, 1, 0]
+
+    (tmp_path / "agaricus-lepiota.data").write_text("p,x,s\ne,b,s\np,x,y\n")
+    X, classes = read_mushroom(tmp_path)
+    np.testing.assert_array_equal(X, [[0, 0], [1, 0], [0, 1]])
+    assert list(classes) == [1, 0, 1]
