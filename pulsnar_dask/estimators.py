@@ -107,6 +107,8 @@ class PULSCAR(BaseEstimator):
         Estimated fraction of positives among the unlabeled rows.
     alphas_ : ndarray
         One estimate per iteration.
+    method_ : str
+        ``"pulscar"`` (``method_evidence_`` is None).
     n_clusters_ : int
         Always 1.
     oof_proba_ : ndarray of shape (n,)
@@ -255,7 +257,9 @@ class PULSNAR(PULSCAR):
         """Positive-unlabeled alpha estimation when positives are not labeled at random (SNAR).
 
     The labeled positives are clustered into subtypes; PULSCAR runs on each cluster's
-    positives plus all unlabeled rows, and the cluster alphas add up to ``alpha_``.
+    positives plus all unlabeled rows, and the cluster alphas add up to ``alpha_``. With
+    ``method="auto"`` (default) PULSCAR on all positives is kept instead where the data
+    look SCAR (``method_``).
 
     Parameters
     ----------"""
