@@ -378,6 +378,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     import json
 
+    from .engine import headline  # loaded by the run already
+
+    print(headline(summary), file=sys.stderr)
     print(json.dumps(summary, sort_keys=True))
     return 0
 

@@ -151,6 +151,7 @@ class JobResult:
             "alpha": self.alpha,
             "n_positive": int(np.sum(self.labels == 1)),
             "n_unlabeled": int(np.sum(self.labels == 0)),
+            "hidden_positives": round(self.alpha * int(np.sum(self.labels == 0))),
             "n_clusters": self.n_clusters,
             "cluster_alphas": self.cluster_alphas,
             "seconds": round(self.seconds, 3),
@@ -171,6 +172,35 @@ class JobResult:
         if self.metrics is not None:
             out["metrics"] = self.metrics
         return out
+
+
+def headline(summary: dict[str, Any]) -> str:
+    """One line that answers the question a run is for: how many hidden positives.
+
+    Returns
+    -------
+    str
+        E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
+        (PULSNAR, 5 clusters)``, with the 95% interval when there are iterations, and a
+        warning when alpha is not identified.
+    """
+    n_unlabeled = summary["n_unlabeled"]
+    text = (
+        f"alpha {summary['alpha']:.3f}: about {summary['hidden_positives']:,} hidden positives "
+        f"among {n_unlabeled:,} unlabeled rows ({summary['method'].upper()}, "
+        f"{summary['n_clusters']} cluster{'s' if summary['n_clusters'] > 1 else ''})"
+    )
+    if "alpha_ci" in summary:
+        low, high = summary["alpha_ci"]
+        text += (
+            f"; 95% interval over the iterations {low:.3f}-{high:.3f} "
+            f"({round(low * n_unlabeled):,}-{round(high * n_unlabeled):,} rows)"
+        )
+    if not summary["alpha_identified"]:
+        text += (
+            "; NOT IDENTIFIED: the classifier hardly tells labeled positives from unlabeled rows"
+        )
+    return text
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .calibration import expected_calibration_error, reliability_curve
-from .engine import WEAK_PU_AUC, JobResult
+from .engine import WEAK_PU_AUC, JobResult, headline
 
 MAX_PANELS = 6
 
@@ -172,7 +172,7 @@ def build_report(result: JobResult, summary: dict) -> tuple[str, dict[str, bytes
         "th{text-align:left;padding-right:1em}img{max-width:100%}"
         ".warning{background:#fff3cd;border-left:4px solid #d39e00;padding:.6em}</style>"
         "</head><body>"
-        f"<h1>{html.escape(result.method.upper())}: alpha = {result.alpha:.4f}</h1>"
+        f"<h1>{html.escape(headline(summary))}</h1>"
         f"{'' if result.alpha_identified else NOT_IDENTIFIED}{_method_choice(result)}"
         f"<table>{rows}</table>{figures}</body></html>"
     )

@@ -165,8 +165,34 @@ def test_progress_goes_to_stderr_and_stdout_holds_only_the_summary(data, tmp_pat
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     (line,) = proc.stdout.splitlines()
-    assert json.loads(line) == json.loads((tmp_path / "out" / "summary.json").read_text())
+    summary = json.loads(line)
+    assert summary == json.loads((tmp_path / "out" / "summary.json").read_text())
     assert "Completed" in proc.stderr
+    # the headline closes stderr and opens the report
+    hidden = summary["hidden_positives"]
+    assert hidden == round(summary["alpha"] * summary["n_unlabeled"])
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"alpha {summary['alpha']:.3f}: about {hidden:,} hidden positives")
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert f"<h1>alpha {summary['alpha']:.3f}: about {hidden:,} hidden positives" in report
+
+
+def test_headline_reads_the_summary():
+    from pulsnar_dask.engine import headline
+
+    summary = {"alpha": 0.2718, "hidden_positives": 2718, "n_unlabeled": 10000,
+               "method": "pulsnar", "n_clusters": 5, "alpha_identified": True}  # fmt: skip
+    assert headline(summary) == (
+        "alpha 0.272: about 2,718 hidden positives among 10,000 unlabeled rows (PULSNAR, "
+        "5 clusters)"
+    )
+    summary.update(alpha_ci=[0.25, 0.3], alpha_identified=False, n_clusters=1)
+    text = headline(summary)
+    assert "(PULSNAR, 1 cluster)" in text
+    assert "95% interval over the iterations 0.250-0.300 (2,500-3,000 rows)" in text
+    assert text.endswith(
+        "NOT IDENTIFIED: the classifier hardly tells labeled positives from unlabeled rows"
+    )
 
 
 @pytest.fixture(scope="module")
