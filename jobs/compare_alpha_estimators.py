@@ -75,7 +75,7 @@ def run_one(task: tuple[str, float, int]) -> list[dict]:
                 estimate_alpha(r.probabilities, r.labels, estimator=reader, random_state=seed).alpha
                 for r in subproblems
             ]
-            sizes = [int(np.sum(r.labels == 1)) for r in subproblems]
+            sizes = [r.n_positive for r in subproblems]
             rows.append(
                 {
                     "data": name,

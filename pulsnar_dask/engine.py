@@ -607,7 +607,7 @@ def run_job(
         if method == "auto":
             first = per_iteration[0]
             method, evidence = choose_method(
-                [r.alpha for r in first], [int(np.sum(r.labels == 1)) for r in first]
+                [r.alpha for r in first], [r.n_positive for r in first]
             )
             logger.info("method auto: %s (%s)", method, evidence["reason"])
             if method == "pulscar":

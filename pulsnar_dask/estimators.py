@@ -416,7 +416,7 @@ class PULSNAR(PULSCAR):
         if self.method == "auto":
             first = iterations[0]
             self.method_, self.method_evidence_ = choose_method(
-                [r.alpha for r in first], [int(np.sum(r.labels == 1)) for r in first]
+                [r.alpha for r in first], [r.n_positive for r in first]
             )
             if self.method_ == "pulscar" and len(first) > 1:
                 iterations = [

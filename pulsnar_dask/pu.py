@@ -190,6 +190,11 @@ class SubproblemResult:
         return self.estimate.alpha
 
     @property
+    def n_positive(self) -> int:
+        """Labeled positives in the subproblem (the cluster's size for PULSNAR)."""
+        return int(np.sum(self.labels == 1))
+
+    @property
     def pu_auc(self) -> float:
         """ROC AUC of the probabilities for labeled positives against unlabeled rows: how
         well the classifier separates them (0.5: not at all)."""
