@@ -40,6 +40,7 @@ from .folds import (
     subsample_threshold,
     trainable_rows,
 )
+from .interval import AlphaInterval, alpha_interval
 from .io import PUFrame
 from .metrics import classification_metrics
 from .pu import (
@@ -51,6 +52,7 @@ from .pu import (
     choose_method,
     choose_mixture,
     combine_on_rows,
+    config_dict,
     estimate_subproblem,
     fit_mixture_size,
     importance_gain,
@@ -59,6 +61,7 @@ from .pu import (
     min_cluster_size,
     mixture_sizes,
     select_features,
+    subtype_profiles,
 )
 from .scoring import booster_params, fold_probabilities
 
@@ -71,6 +74,10 @@ ENGINES = ("auto", "task", "dask")
 TASK_MEMORY_SHARE = 0.15
 # Below this labeled-vs-unlabeled AUC the run warns that alpha is poorly identified.
 WEAK_PU_AUC = 0.6
+INTERVAL_METHOD = (
+    "bootstrap of the out-of-fold probabilities, kernel and tail readings, under PULSNAR "
+    "and PULSCAR where both were computed"
+)
 
 
 @dataclass
@@ -109,6 +116,15 @@ class JobResult:
         ``task`` or ``dask``.
     method_evidence : dict or None
         With ``method="auto"``: why ``method`` was chosen (:func:`choose_method`).
+    profiles : list or None
+        PULSNAR: what sets each cluster of positives apart
+        (:func:`~pulsnar_dask.pu.subtype_profiles`); ``None`` for PULSCAR.
+    alpha_interval : AlphaInterval or None
+        The default 95% interval of alpha and the readings it spans
+        (:mod:`pulsnar_dask.interval`); ``None`` with ``interval_resamples=0``.
+    settings : dict
+        What was asked for: method, seed, iterations, calibration, classification,
+        engine, the number of feature columns, and every :class:`PUConfig` field.
     seconds : float
         Wall time of the job, from reading to the last result.
     timings : dict
@@ -134,6 +150,9 @@ class JobResult:
     metrics: dict[str, dict[str, float]] | None
     engine: str
     method_evidence: dict[str, Any] | None = None
+    profiles: list[list[dict[str, Any]]] | None = None
+    alpha_interval: AlphaInterval | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -143,6 +162,22 @@ class JobResult:
         rows (out-of-fold AUC at least ``WEAK_PU_AUC``); below it the probabilities of
         positives and unlabeled rows hardly differ and alpha is not identified."""
         return all(r.pu_auc >= WEAK_PU_AUC for r in self.subproblems)
+
+    def subtypes(self) -> list[dict[str, Any]]:
+        """Per cluster of positives (PULSNAR): labeled positives, alpha, the hidden
+        positives it means (``alpha x`` unlabeled rows) and the features that set it apart."""
+        n_unlabeled = int(np.sum(self.labels == 0))
+        return [
+            {
+                "positives": r.n_positive,
+                "alpha": alpha,
+                "hidden_positives": round(alpha * n_unlabeled),
+                "distinguishing": profile,
+            }
+            for r, alpha, profile in zip(
+                self.subproblems, self.cluster_alphas, self.profiles or [], strict=True
+            )
+        ]
 
     def summary(self) -> dict[str, Any]:
         """The run summary (DESIGN.md section 4), JSON-serialisable."""
@@ -159,10 +194,20 @@ class JobResult:
             "engine": self.engine,
             "pu_auc": [round(r.pu_auc, 4) for r in self.subproblems],
             "alpha_identified": self.alpha_identified,
+            "settings": self.settings,
         }
         if self.method_evidence is not None:
             out["method_requested"] = "auto"
             out["method_evidence"] = self.method_evidence
+        if self.alpha_interval is not None:
+            out["alpha_interval"] = [self.alpha_interval.low, self.alpha_interval.high]
+            out["interval_method"] = INTERVAL_METHOD
+            out["interval_readings"] = {
+                name: {"alpha": alpha, "sd": sd}
+                for name, (alpha, sd) in self.alpha_interval.readings.items()
+            }
+        if self.profiles is not None:
+            out["subtypes"] = self.subtypes()
         if len(self.alphas) > 1:
             _, low, high = mean_ci(np.asarray(self.alphas))
             out["alphas"] = self.alphas
@@ -181,8 +226,8 @@ def headline(summary: dict[str, Any]) -> str:
     -------
     str
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
-        (PULSNAR, 5 clusters)``, with the 95% interval when there are iterations, and a
-        warning when alpha is not identified.
+        (PULSNAR, 5 clusters)``, with the 95% interval (``alpha_interval``) when there is
+        one, and a warning when alpha is not identified.
     """
     n_unlabeled = summary["n_unlabeled"]
     text = (
@@ -190,11 +235,11 @@ def headline(summary: dict[str, Any]) -> str:
         f"among {n_unlabeled:,} unlabeled rows ({summary['method'].upper()}, "
         f"{summary['n_clusters']} cluster{'s' if summary['n_clusters'] > 1 else ''})"
     )
-    if "alpha_ci" in summary:
-        low, high = summary["alpha_ci"]
+    if "alpha_interval" in summary:
+        low, high = summary["alpha_interval"]
         text += (
-            f"; 95% interval over the iterations {low:.3f}-{high:.3f} "
-            f"({round(low * n_unlabeled):,}-{round(high * n_unlabeled):,} rows)"
+            f"; 95% interval {round(low * n_unlabeled):,}-{round(high * n_unlabeled):,} "
+            f"(alpha {low:.3f}-{high:.3f})"
         )
     if not summary["alpha_identified"]:
         text += (
@@ -241,12 +286,11 @@ def _gain_task(parts, features, label, id_col, config, seed):
     return importance_gain(X, y, ids, config, seed)
 
 
-def _clustering_task(parts, features, label, id_col, gain):
-    """Return (Z, positive ids) of the positives, in id order."""
+def _positives_task(parts, features, label, id_col):
+    """Return (the positives' values of ``features``, their ids), in id order."""
     frame = pd.concat(parts, ignore_index=True)
     frame = frame[frame[label].to_numpy() == 1].sort_values(id_col)
-    X = frame[list(features)].to_numpy(dtype=float)
-    return clustering_matrix(X, gain), frame[id_col].to_numpy()
+    return frame[list(features)].to_numpy(dtype=float), frame[id_col].to_numpy()
 
 
 def _first(pair):
@@ -470,6 +514,7 @@ def run_job(
     if iterations < 1:
         raise UserError(f"--iterations must be at least 1, got {iterations}")
     config = config or PUConfig()
+    requested = method
     if config.n_threads is None:
         # Parallelism comes from concurrent tasks: one XGBoost thread per task.
         config = config.with_(n_threads=1)
@@ -552,7 +597,8 @@ def run_job(
         return _PendingSubproblem(sub_ids, sub_labels, folds, futures, config, seed + it)
 
     bic = np.array([])
-    evidence = None
+    evidence = profiles = None
+    alternative: list[SubproblemResult] = []  # the other assumption's subproblems (auto)
     pulscar_first: SubproblemResult | None = None  # PULSCAR beside PULSNAR (auto)
     if method == "pulscar":
         stage(f"scoring: {iterations} cross-validated XGBoost run(s)")
@@ -571,10 +617,9 @@ def run_job(
         except ValueError as exc:
             raise UserError(str(exc)) from None
         cluster_cols = [puf.features[i] for i in cluster_idx]
-        z_and_ids = client.submit(
-            _clustering_task, parts, cluster_cols, puf.label, puf.id, gain[cluster_idx]
-        )
-        Z = client.submit(_first, z_and_ids)
+        x_and_ids = client.submit(_positives_task, parts, cluster_cols, puf.label, puf.id)
+        X_positive = client.submit(_first, x_and_ids)
+        Z = client.submit(clustering_matrix, X_positive, gain[cluster_idx])
         sizes = mixture_sizes(config, int(labels.sum()))
         fits = _gather(
             client,
@@ -584,8 +629,13 @@ def run_job(
         chosen, bic = choose_mixture(fits, config)
         min_size = min_cluster_size(config, int(labels.sum()))
         positive_labels = client.submit(cluster_labels, chosen, Z, min_size).result()
-        positive_ids = z_and_ids.result()[1]
-        clustering = make_clustering(chosen, bic, positive_labels, gain, model_idx, cluster_idx)
+        positive_ids = x_and_ids.result()[1]
+        profiles = client.submit(
+            subtype_profiles, X_positive, positive_labels, cluster_cols
+        ).result()
+        clustering = make_clustering(
+            chosen, bic, positive_labels, gain, model_idx, cluster_idx, profiles
+        )
         mark("clustering")
         n_clusters = clustering.n_clusters
         model_cols = [puf.features[i] for i in model_idx]
@@ -612,8 +662,11 @@ def run_job(
             logger.info("method auto: %s (%s)", method, evidence["reason"])
             if method == "pulscar":
                 if compare:
+                    alternative = results[:n_clusters]
                     per_iteration = [[r] for r in results[iterations * n_clusters :]]
                 n_clusters = 1
+            elif compare:
+                alternative = [pulscar_first]
     mark("scoring")
     for i, r in enumerate(per_iteration[0]):
         if r.pu_auc < WEAK_PU_AUC:
@@ -626,6 +679,14 @@ def run_job(
     alphas = [float(sum(r.alpha for r in it)) for it in per_iteration]
     alpha = float(np.mean(alphas))
     first = per_iteration[0]
+    interval = None
+    if config.interval_resamples:
+        stage(f"95% interval: {config.interval_resamples} resamples of the probabilities")
+        groups = {method: first}
+        if alternative:
+            groups["pulscar" if method == "pulsnar" else "pulsnar"] = alternative
+        interval = alpha_interval(groups, config, seed, alphas)
+        mark("interval")
     probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
     calibrated = improved = metrics = None
     if calibrate_probabilities or classify:
@@ -677,6 +738,18 @@ def run_job(
         bic=bic,
         mixture_components=mixture_components,
         method_evidence=evidence,
+        profiles=profiles if method == "pulsnar" else None,
+        alpha_interval=interval,
+        settings={
+            "method": requested,
+            "seed": seed,
+            "iterations": iterations,
+            "calibrate": calibrate_probabilities,
+            "classify": classify,
+            "engine": engine,
+            "n_features": len(puf.features),
+            **config_dict(config),
+        },
         metrics=metrics,
         engine=chosen_engine,
         seconds=time.perf_counter() - start,

@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator
 from .alpha import AlphaEstimate
 from .clustering import cluster_labels, clustering_matrix
 from .density import BANDWIDTH_BOUNDS
+from .interval import alpha_interval
 from .pu import (
     Clustering,
     PUConfig,
@@ -34,9 +35,17 @@ from .pu import (
     mixture_sizes,
     run_subproblem,
     select_features,
+    subtype_profiles,
 )
 
 logger = logging.getLogger(__name__)
+
+
+def _feature_names(X: Any) -> list[str]:
+    """Column names of a frame, or ``x0, x1, ...`` for an array."""
+    if hasattr(X, "columns"):
+        return [str(c) for c in X.columns]
+    return [f"x{i}" for i in range(np.shape(X)[1])]
 
 
 def _as_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -87,6 +96,8 @@ _COMMON_DOC = """
     calibration_data : {"PU", "U"}, default "PU"
     classify : bool, default False
         Retrain on recovered labels (Algorithm 4); implies isotonic calibration if none.
+    interval_resamples : int, default 30
+        Bootstrap resamples of the probabilities behind ``alpha_interval_`` (0: none).
     n_jobs : int or None
         XGBoost threads.
     random_state : int, default 0
@@ -107,6 +118,9 @@ class PULSCAR(BaseEstimator):
         Estimated fraction of positives among the unlabeled rows.
     alphas_ : ndarray
         One estimate per iteration.
+    alpha_interval_ : AlphaInterval or None
+        95% interval of alpha (``.low``, ``.high``) and the readings it spans
+        (:func:`pulsnar_dask.interval.alpha_interval`); None with ``interval_resamples=0``.
     method_ : str
         ``"pulscar"`` (``method_evidence_`` is None).
     n_clusters_ : int
@@ -141,6 +155,7 @@ class PULSCAR(BaseEstimator):
         calibration: str | None = None,
         calibration_data: str = "PU",
         classify: bool = False,
+        interval_resamples: int = 30,
         n_jobs: int | None = None,
         random_state: int = 0,
     ):
@@ -158,6 +173,7 @@ class PULSCAR(BaseEstimator):
         self.calibration = calibration
         self.calibration_data = calibration_data
         self.classify = classify
+        self.interval_resamples = interval_resamples
         self.n_jobs = n_jobs
         self.random_state = random_state
 
@@ -176,12 +192,22 @@ class PULSCAR(BaseEstimator):
             n_threads=self.n_jobs,
             calibration_method=self.calibration or "isotonic",
             calibration_data=self.calibration_data,
+            interval_resamples=self.interval_resamples,
             **extra,
         )
 
-    def _finish(self, alphas: list[float]) -> None:
+    def _finish(
+        self, alphas: list[float], groups: dict[str, list[SubproblemResult]], config: PUConfig
+    ) -> None:
+        """Alpha over the iterations and its interval from the first iteration's
+        subproblems under each labeling assumption computed (``groups``)."""
         self.alphas_ = np.asarray(alphas)
         self.alpha_ = float(np.mean(self.alphas_))
+        self.alpha_interval_ = (
+            alpha_interval(groups, config, self.random_state, alphas)
+            if config.interval_resamples
+            else None
+        )
 
     def _classify(
         self, X: np.ndarray, y: np.ndarray, row_ids: np.ndarray, config: PUConfig
@@ -206,7 +232,9 @@ class PULSCAR(BaseEstimator):
             calibrate_probabilities=bool(self.calibration or self.classify),
             classify=self.classify,
         )  # fmt: skip
-        self._finish(result.alphas)
+        self.alphas_ = np.asarray(result.alphas)
+        self.alpha_ = result.alpha
+        self.alpha_interval_ = result.alpha_interval
         self.method_, self.method_evidence_ = result.method, result.method_evidence
         self.n_clusters_ = result.n_clusters
         self.cluster_alphas_ = np.asarray(result.cluster_alphas)
@@ -236,7 +264,7 @@ class PULSCAR(BaseEstimator):
             run_subproblem(X_arr, y_arr, row_ids, config, self.random_state + i)
             for i in range(self.n_iterations)
         ]
-        self._finish([r.alpha for r in results])
+        self._finish([r.alpha for r in results], {"pulscar": results[:1]}, config)
         self.method_, self.method_evidence_ = "pulscar", None
         self.n_clusters_ = 1
         self.cluster_alphas_ = np.array([self.alpha_])
@@ -327,6 +355,7 @@ class PULSNAR(PULSCAR):
         calibration: str | None = None,
         calibration_data: str = "PU",
         classify: bool = False,
+        interval_resamples: int = 30,
         n_jobs: int | None = None,
         random_state: int = 0,
         n_clusters: int | None = None,
@@ -353,6 +382,7 @@ class PULSNAR(PULSCAR):
             calibration=calibration,
             calibration_data=calibration_data,
             classify=classify,
+            interval_resamples=interval_resamples,
             n_jobs=n_jobs,
             random_state=random_state,
         )
@@ -390,16 +420,20 @@ class PULSNAR(PULSCAR):
         gain = importance_gain(X_arr, y_arr, row_ids, config, seed)
         positives = np.flatnonzero(y_arr == 1)
         model_features, cluster_features = select_features(gain, config)
-        Z = clustering_matrix(X_arr[positives][:, cluster_features], gain[cluster_features])
+        X_cluster = X_arr[positives][:, cluster_features]
+        Z = clustering_matrix(X_cluster, gain[cluster_features])
         fits = [fit_mixture_size(Z, n, config, seed) for n in mixture_sizes(config, positives.size)]
         chosen, bic = choose_mixture(fits, config)
+        positive_labels = cluster_labels(chosen, Z, min_cluster_size(config, positives.size))
+        names = _feature_names(X)
         self.clustering_: Clustering = make_clustering(
             chosen,
             bic,
-            cluster_labels(chosen, Z, min_cluster_size(config, positives.size)),
+            positive_labels,
             gain,
             model_features,
             cluster_features,
+            subtype_profiles(X_cluster, positive_labels, [names[i] for i in cluster_features]),
         )
         unlabeled = np.flatnonzero(y_arr == 0)
         X_model = X_arr[:, model_features]
@@ -413,17 +447,26 @@ class PULSNAR(PULSCAR):
                 )
             iterations.append(per_cluster)
         self.method_, self.method_evidence_ = "pulsnar", None
+        clusters = iterations[0]
+        groups = {"pulsnar": clusters}
         if self.method == "auto":
-            first = iterations[0]
             self.method_, self.method_evidence_ = choose_method(
-                [r.alpha for r in first], [r.n_positive for r in first]
+                [r.alpha for r in clusters], [r.n_positive for r in clusters]
             )
-            if self.method_ == "pulscar" and len(first) > 1:
-                iterations = [
-                    [run_subproblem(X_arr, y_arr, row_ids, config, seed + i)]
-                    for i in range(self.n_iterations)
+            if len(clusters) > 1:  # PULSCAR beside the clusters, as the engine runs it
+                pulscar = [
+                    run_subproblem(X_arr, y_arr, row_ids, config, seed + i)
+                    for i in range(self.n_iterations if self.method_ == "pulscar" else 1)
                 ]
-        self._finish([sum(r.alpha for r in per_cluster) for per_cluster in iterations])
+                groups["pulscar"] = pulscar[:1]
+                if self.method_ == "pulscar":
+                    iterations = [[r] for r in pulscar]
+                    groups = {"pulscar": pulscar[:1], "pulsnar": clusters}
+            elif self.method_ == "pulscar":
+                groups = {"pulscar": clusters}
+        self._finish(
+            [sum(r.alpha for r in per_cluster) for per_cluster in iterations], groups, config
+        )
         self.n_clusters_ = len(iterations[0])
         self.cluster_alphas_ = np.mean([[r.alpha for r in it] for it in iterations], axis=0)
         first = iterations[0]

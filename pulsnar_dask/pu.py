@@ -9,6 +9,7 @@ as concurrent futures. Either way the numbers come from this one place.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -43,6 +44,9 @@ from .metrics import roc_auc
 from .scoring import DEFAULT_N_ROUNDS, booster_params, gain_importance, out_of_fold_probabilities
 
 logger = logging.getLogger(__name__)
+
+# Features named per positive subtype in the summary and report.
+SUBTYPE_FEATURES = 3
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,9 @@ class PUConfig:
         ``MIN_CLUSTER_SIZE``) are merged into their most probable neighbours.
     calibration_method : {"isotonic", "sigmoid"}
     calibration_data : {"PU", "U"}
+    interval_resamples : int
+        Bootstrap resamples of the collected probabilities behind the default 95%
+        interval of alpha (:mod:`pulsnar_dask.interval`); 0: no interval.
     """
 
     n_folds: int = 5
@@ -126,6 +133,7 @@ class PUConfig:
     min_cluster_fraction: float = 0.0
     calibration_method: str = "isotonic"
     calibration_data: str = "PU"
+    interval_resamples: int = 30
 
     def __post_init__(self) -> None:
         choices = {
@@ -159,6 +167,11 @@ class PUConfig:
         if not 0 <= self.min_cluster_fraction < 1:
             raise ValueError(
                 f"min_cluster_fraction must be in [0, 1), got {self.min_cluster_fraction}"
+            )
+        if self.interval_resamples < 0 or self.interval_resamples == 1:
+            raise ValueError(
+                f"interval_resamples must be 0 (no interval) or at least 2, got "
+                f"{self.interval_resamples}"
             )
 
     def with_(self, **changes: Any) -> PUConfig:
@@ -201,6 +214,19 @@ class SubproblemResult:
         return roc_auc(self.labels == 1, self.probabilities)
 
 
+def config_dict(config: PUConfig) -> dict[str, Any]:
+    """The settings as plain JSON values (tuples as lists, the XGBoost overrides as a dict)."""
+    out = {}
+    for name in config.__dataclass_fields__:
+        value = getattr(config, name)
+        out[name] = (
+            list(value)
+            if isinstance(value, tuple)
+            else (dict(value) if isinstance(value, Mapping) else value)
+        )
+    return out
+
+
 def check_subproblem(labels: np.ndarray, config: PUConfig) -> None:
     """Refuse a subproblem with fewer positives or unlabeled rows than folds."""
     n_pos = int(np.sum(labels == 1))
@@ -212,11 +238,9 @@ def check_subproblem(labels: np.ndarray, config: PUConfig) -> None:
         )
 
 
-def estimate_subproblem(
-    row_ids: np.ndarray, labels: np.ndarray, proba: np.ndarray, config: PUConfig, seed: int
-) -> SubproblemResult:
-    """Estimate alpha from a subproblem's out-of-fold probabilities."""
-    estimate = estimate_alpha(
+def read_alpha(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: int) -> AlphaEstimate:
+    """Read alpha from out-of-fold probabilities with the settings of ``config``."""
+    return estimate_alpha(
         proba,
         labels,
         bin_method=config.bin_method,
@@ -230,7 +254,13 @@ def estimate_subproblem(
         estimator=config.alpha_estimator,
         tail_fraction=config.tail_fraction,
     )
-    return SubproblemResult(row_ids, labels, proba, estimate)
+
+
+def estimate_subproblem(
+    row_ids: np.ndarray, labels: np.ndarray, proba: np.ndarray, config: PUConfig, seed: int
+) -> SubproblemResult:
+    """Estimate alpha from a subproblem's out-of-fold probabilities."""
+    return SubproblemResult(row_ids, labels, proba, read_alpha(proba, labels, config, seed))
 
 
 def canonical_subproblem(
@@ -352,6 +382,8 @@ class Clustering:
     model_features : ndarray of int
         Features with non-zero gain, used by the subproblems.
     gain : ndarray of shape (n_features,)
+    profiles : list of list of dict
+        What sets each cluster apart (:func:`subtype_profiles`).
     """
 
     n_clusters: int
@@ -361,6 +393,7 @@ class Clustering:
     cluster_features: np.ndarray
     model_features: np.ndarray
     gain: np.ndarray
+    profiles: list[list[dict[str, Any]]]
 
 
 def select_features(gain: np.ndarray, config: PUConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -406,8 +439,10 @@ def make_clustering(
     gain: np.ndarray,
     model_features: np.ndarray,
     cluster_features: np.ndarray,
+    profiles: list[list[dict[str, Any]]],
 ) -> Clustering:
-    """Record the clustering of the positives (``labels`` from :func:`cluster_labels`)."""
+    """Record the clustering of the positives (``labels`` from :func:`cluster_labels`,
+    ``profiles`` from :func:`subtype_profiles`)."""
     n_clusters = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_clusters)
     logger.info("PULSNAR: %d clusters of positives, sizes %s", n_clusters, sizes.tolist())
@@ -417,8 +452,61 @@ def make_clustering(
             chosen.n_components - n_clusters,
         )
     return Clustering(
-        n_clusters, chosen.n_components, labels, bic, cluster_features, model_features, gain
+        n_clusters,
+        chosen.n_components,
+        labels,
+        bic,
+        cluster_features,
+        model_features,
+        gain,
+        profiles,
     )
+
+
+def subtype_profiles(
+    X: np.ndarray, labels: np.ndarray, names: list[str], top: int = SUBTYPE_FEATURES
+) -> list[list[dict[str, Any]]]:
+    """What sets each cluster of positives apart from the positives as a whole.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_positives, n_features)
+        The positives' values of the features they were clustered on.
+    labels : ndarray of int of shape (n_positives,)
+        Cluster of each positive (0 = largest).
+    names : list of str
+        Feature names, one per column of ``X``.
+    top : int
+        Features kept per cluster.
+
+    Returns
+    -------
+    list of list of dict
+        Per cluster, up to ``top`` dicts ``{"feature": name, "difference_sd": d}``, the
+        largest ``|d|`` first: ``d`` is the cluster's mean minus the mean over all
+        positives, in standard deviations of all positives (positive: higher in this
+        cluster), rounded to 0.01. Missing values are left out of the means; features
+        constant over the positives are never named.
+    """
+    X = np.asarray(X, dtype=float)
+    labels = np.asarray(labels)
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns give NaN
+        mean = np.nanmean(X, axis=0)
+        sd = np.nanstd(X, axis=0)
+        out = []
+        for c in range(int(labels.max()) + 1 if labels.size else 0):
+            d = (np.nanmean(X[labels == c], axis=0) - mean) / sd
+            d[~(sd > 0) | ~np.isfinite(d)] = np.nan
+            order = np.argsort(-np.nan_to_num(np.abs(d), nan=-1.0), kind="stable")[:top]
+            out.append(
+                [
+                    {"feature": names[i], "difference_sd": round(float(d[i]), 2)}
+                    for i in order
+                    if np.isfinite(d[i])
+                ]
+            )
+    return out
 
 
 def min_cluster_size(config: PUConfig, n_positives: int) -> int:

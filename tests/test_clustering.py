@@ -129,3 +129,33 @@ def test_min_cluster_size_is_a_share_of_the_positives_with_a_floor():
     assert min_cluster_size(PUConfig(), 5000) == MIN_CLUSTER_SIZE  # the default share is 0
     with pytest.raises(ValueError, match="min_cluster_fraction"):
         PUConfig(min_cluster_fraction=1.0)
+
+
+def test_subtype_profiles_name_the_features_that_set_each_cluster_apart():
+    from pulsnar_dask.pu import subtype_profiles
+
+    # a: cluster 0 at 0, cluster 1 at 2 (mean 1, sd 1: -1 and +1 sd); b: constant (never
+    # named); c: cluster 1 is [0, 0] and cluster 0 [3, 1] (mean 1, sd sqrt(1.5)); d: one
+    # missing value, left out of the means.
+    X = np.array(
+        [
+            [0.0, 5.0, 3.0, 1.0],
+            [0.0, 5.0, 1.0, np.nan],
+            [2.0, 5.0, 0.0, 1.0],
+            [2.0, 5.0, 0.0, 1.0],
+        ]
+    )
+    labels = np.array([0, 0, 1, 1])
+    profiles = subtype_profiles(X, labels, ["a", "b", "c", "d"], top=3)
+    c0 = (2.0 - 1.0) / np.sqrt(1.5)
+    assert profiles[0] == [
+        {"feature": "a", "difference_sd": -1.0},
+        {"feature": "c", "difference_sd": round(c0, 2)},
+    ]
+    assert profiles[1] == [
+        {"feature": "a", "difference_sd": 1.0},
+        {"feature": "c", "difference_sd": round(-c0, 2)},
+    ]
+    assert subtype_profiles(X, labels, ["a", "b", "c", "d"], top=1)[1] == [
+        {"feature": "a", "difference_sd": 1.0}
+    ]

@@ -1,6 +1,7 @@
 """The engine's two scoring paths on a local multi-process cluster."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
 from helpers import small_snar
@@ -39,11 +40,35 @@ def test_auto_method_matches_the_in_memory_estimator(client, data):
     puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     result = run_job(client, puf, seed=2, engine="task")  # method="auto" by default
     _, d = data
-    est = PULSNAR(random_state=2, n_jobs=1).fit(d.X, d.label)
+    X = pd.DataFrame(d.X, columns=puf.features)  # the same feature names
+    est = PULSNAR(random_state=2, n_jobs=1).fit(X, d.label)
     assert result.method == est.method_ and result.method_evidence == est.method_evidence_
     assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
+    # the interval is read from the same probabilities under the same assumptions
+    readings = result.alpha_interval.readings
+    assert readings.keys() == est.alpha_interval_.readings.keys()
+    for name, values in readings.items():
+        assert values == pytest.approx(est.alpha_interval_.readings[name], abs=1e-12)
+    low, high = result.alpha_interval.low, result.alpha_interval.high
+    assert (low, high) == pytest.approx((est.alpha_interval_.low, est.alpha_interval_.high))
+    assert low <= result.alpha <= high
+    # auto weighs both assumptions: both are in the interval's readings
+    assumptions = {name.split()[0] for name in result.alpha_interval.readings}
+    several = result.method_evidence["n_clusters"] > 1
+    assert assumptions == ({"pulsnar", "pulscar"} if several else {"pulscar"})
     summary = result.summary()
     assert summary["method_requested"] == "auto" and summary["method"] == est.method_
+    assert summary["alpha_interval"] == [low, high]
+    # the subtypes table: one row per cluster of a PULSNAR run, hidden = alpha x U
+    if result.method == "pulsnar":
+        subtypes = summary["subtypes"]
+        assert [s["positives"] for s in subtypes] == [r.n_positive for r in result.subproblems]
+        assert [s["hidden_positives"] for s in subtypes] == [
+            round(a * summary["n_unlabeled"]) for a in result.cluster_alphas
+        ]
+        assert [s["distinguishing"] for s in subtypes] == est.clustering_.profiles
+    else:
+        assert "subtypes" not in summary
 
 
 def test_xgboost_dask_engine_agrees_with_the_task_engine(client, data):

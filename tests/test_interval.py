@@ -1,0 +1,104 @@
+"""The default 95% interval of alpha (pulsnar_dask.interval)."""
+
+import numpy as np
+import pytest
+
+from pulsnar_dask.interval import INTERVAL_READERS, Z_95, alpha_interval
+from pulsnar_dask.pu import PUConfig, estimate_subproblem, read_alpha
+
+
+def beta_mixture(alpha: float, n_pos: int, n_unl: int, seed: int, pos_ids=None):
+    """A subproblem whose unlabeled rows hold a share ``alpha`` of positives (Beta(6, 2)
+    scores) among negatives (Beta(2, 6)): the true alpha is known."""
+    rng = np.random.default_rng(seed)
+    hidden = rng.random(n_unl) < alpha
+    p_unl = np.where(hidden, rng.beta(6, 2, n_unl), rng.beta(2, 6, n_unl))
+    p_pos = rng.beta(6, 2, n_pos)
+    return p_pos, p_unl
+
+
+def subproblem(p_pos, p_unl, config, first_id=0):
+    """Positives get ids from ``first_id``; the unlabeled rows always 0..n_u-1 + offset."""
+    n_u = p_unl.size
+    ids = np.concatenate([np.arange(n_u), 10**6 + first_id + np.arange(p_pos.size)])
+    labels = np.r_[np.zeros(n_u, np.int8), np.ones(p_pos.size, np.int8)]
+    proba = np.concatenate([p_unl, p_pos])
+    return estimate_subproblem(ids, labels, proba, config, 0)
+
+
+def test_interval_is_the_span_of_each_reading_plus_minus_its_bootstrap_spread():
+    config = PUConfig(interval_resamples=8)
+    p_pos, p_unl = beta_mixture(0.3, 400, 2000, seed=1)
+    sub = subproblem(p_pos, p_unl, config)
+    # the oracle: the same resamples drawn by hand, every reader read on each
+    rng = np.random.default_rng(5)
+    point = np.array(
+        [read_alpha(sub.probabilities, sub.labels, config.with_(alpha_estimator=r), 5).alpha
+         for r in INTERVAL_READERS]
+    )  # fmt: skip
+    pos = sub.probabilities[sub.labels == 1]
+    unl = sub.probabilities[sub.labels == 0]
+    draws = []
+    for _ in range(8):
+        u = unl[rng.integers(0, unl.size, unl.size)]
+        p = pos[rng.integers(0, pos.size, pos.size)]
+        y = np.r_[np.ones(p.size, np.int8), np.zeros(u.size, np.int8)]
+        draws.append(
+            [read_alpha(np.r_[p, u], y, config.with_(alpha_estimator=r), 5).alpha
+             for r in INTERVAL_READERS]
+        )  # fmt: skip
+    sd = np.std(draws, axis=0, ddof=1)
+    expected = (np.min(point - Z_95 * sd), np.max(point + Z_95 * sd))
+    interval = alpha_interval({"pulscar": [sub]}, config, seed=5)
+    assert (interval.low, interval.high) == pytest.approx(expected, abs=1e-12)
+    assert list(interval.readings) == [f"pulscar {r}" for r in INTERVAL_READERS]
+    for i, values in enumerate(interval.readings.values()):
+        assert values == pytest.approx((point[i], sd[i]), abs=1e-12)
+
+
+def test_interval_covers_known_alphas_and_narrows_with_more_rows():
+    config = PUConfig(interval_resamples=20)
+    covered, widths = 0, {}
+    for alpha in (0.05, 0.2, 0.4):
+        for n in (1000, 8000):
+            p_pos, p_unl = beta_mixture(alpha, n // 4, n, seed=int(alpha * 100) + n)
+            interval = alpha_interval({"pulscar": [subproblem(p_pos, p_unl, config)]}, config)
+            low, high = interval.low, interval.high
+            covered += low <= alpha <= high
+            widths.setdefault(n, []).append(high - low)
+    assert covered == 6
+    assert np.mean(widths[8000]) < 0.6 * np.mean(widths[1000])
+
+
+def test_cluster_sums_share_the_unlabeled_rows_and_the_span_takes_every_assumption():
+    config = PUConfig(interval_resamples=6)
+    p_a, p_unl = beta_mixture(0.3, 300, 1500, seed=2)
+    p_b = np.random.default_rng(9).beta(6, 2, 200)
+    clusters = [subproblem(p_a, p_unl, config), subproblem(p_b, p_unl, config, 300)]
+    pulscar = [subproblem(np.r_[p_a, p_b], p_unl, config)]
+    both = alpha_interval({"pulsnar": clusters, "pulscar": pulscar}, config)
+    alone = alpha_interval({"pulsnar": clusters}, config)
+    assert both.low <= alone.low and both.high >= alone.high
+    cluster_sum = sum(c.alpha for c in clusters)
+    assert alone.low <= cluster_sum <= alone.high
+    assert both.readings["pulsnar kernel"][0] == pytest.approx(cluster_sum)
+    assert both.readings["pulscar kernel"][0] == pytest.approx(pulscar[0].alpha)
+    assert both.low == pytest.approx(
+        max(0.0, min(a - Z_95 * sd for a, sd in both.readings.values()))
+    )
+    # several iterations: the t-interval of their mean joins the span
+    wide = alpha_interval({"pulsnar": clusters}, config, alphas=[0.0, 0.95])
+    assert wide.low == 0.0 and wide.high > 0.95
+
+
+def test_interval_refuses_mismatched_unlabeled_rows_and_too_few_resamples():
+    config = PUConfig(interval_resamples=4)
+    p_pos, p_unl = beta_mixture(0.2, 100, 500, seed=3)
+    a = subproblem(p_pos, p_unl, config)
+    b = subproblem(p_pos, p_unl[:400], config)
+    with pytest.raises(ValueError, match="same unlabeled rows"):
+        alpha_interval({"pulsnar": [a, b]}, config)
+    with pytest.raises(ValueError, match="interval_resamples must be 0"):
+        PUConfig(interval_resamples=1)
+    with pytest.raises(ValueError, match="at least 2"):
+        alpha_interval({"pulscar": [a]}, config.with_(interval_resamples=0))
