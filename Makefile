@@ -5,7 +5,7 @@ LOCK := constraints.txt
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install demo test test-slow lint format lock clean
+.PHONY: install demo browser test test-slow lint format lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,15 @@ install: $(RUN_STAMP)
 demo: $(RUN_STAMP)
 	$(BIN)/pulsnar-dask demo
 
-test: $(DEV_STAMP)
+# Debian's Chromium renders the report in the browser test (root, as on CI and this
+# machine kind; elsewhere install the packages chromium and chromium-driver yourself).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get install -y -q --no-install-recommends chromium chromium-driver >/dev/null || \
+	    { apt-get update -q >/dev/null && \
+	      apt-get install -y -q --no-install-recommends chromium chromium-driver >/dev/null; }; }
+
+test: $(DEV_STAMP) browser
 	$(BIN)/ruff check pulsnar_dask tests jobs
 	$(BIN)/ruff format --check pulsnar_dask tests jobs
 	$(BIN)/pytest -q

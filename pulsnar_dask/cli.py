@@ -43,6 +43,13 @@ def _positive_int(minimum: int):
     return parse
 
 
+def _resamples(text: str) -> int:
+    value = _positive_int(0)(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError("must be 0 (no interval) or at least 2, got 1")
+    return value
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -162,6 +169,13 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
         help="train on at most this many unlabeled rows per positive (all rows are scored; "
         "0 = no cap)",
     )
+    run.add_argument(
+        "--interval-resamples",
+        type=_resamples,
+        default=30,  # PUConfig.interval_resamples (not imported at start-up)
+        help="bootstrap resamples of the probabilities behind the 95%% interval of alpha "
+        "(0 = no interval)",
+    )
     run.add_argument("--overwrite", action="store_true")
     run.add_argument(
         "--performance-report",
@@ -246,6 +260,7 @@ def _run(args: argparse.Namespace) -> dict:
         min_cluster_fraction=args.min_cluster_fraction,
         alpha_estimator=args.alpha_estimator,
         max_unlabeled_ratio=args.max_unlabeled_ratio or None,
+        interval_resamples=args.interval_resamples,
     )
     with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
         shown = args.dashboard or _names_a_cluster(args)  # else no dashboard to link to
@@ -291,6 +306,7 @@ def _run(args: argparse.Namespace) -> dict:
                 columns["improved_probability"] = result.improved
             table = pd.DataFrame(columns, index=pd.Index(result.row_ids, name=puf.id))
             summary = result.summary()
+            summary["input"] = args.input
             summary["predictions"] = output.write_predictions(puf.frame, puf.id, puf.label, table)
             page, images = build_report(result, summary)
             for name, data in images.items():

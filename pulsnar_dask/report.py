@@ -5,6 +5,11 @@ from __future__ import annotations
 import html
 import io
 import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -135,45 +140,296 @@ def calibration_plot(result: JobResult, n_bins: int = 10) -> bytes:
 NOT_IDENTIFIED = (
     "<p class='warning'><strong>Alpha is not identified from these features.</strong> The "
     "classifier hardly tells labeled positives from unlabeled rows (out-of-fold AUC below "
-    f"{WEAK_PU_AUC}: see pu_auc), so the probabilities of the two groups barely differ and "
-    "the number above is not a measurement of the hidden positives.</p>"
+    f"{WEAK_PU_AUC}: see the diagnostics), so the probabilities of the two groups barely "
+    "differ and the number above is not a measurement of the hidden positives.</p>"
+)
+
+CAPTIONS = {
+    "densities.png": (
+        "Each panel is one subproblem (PULSCAR: every labeled positive; PULSNAR: one subtype) "
+        "against every unlabeled row. Blue: density of the unlabeled rows' out-of-fold "
+        "probabilities; orange: alpha times the labeled positives' density. Alpha is the "
+        "largest share of the positives' density that still fits under the unlabeled one "
+        "(log scale)."
+    ),
+    "objective.png": (
+        "How each subproblem's alpha was read: the objective over candidate alphas jumps "
+        "where alpha times the positives' density starts to exceed the unlabeled density "
+        "(for the tail reader: the tail ratios over thresholds). Dashed: the alpha used."
+    ),
+    "bic.png": (
+        "How many subtypes: BIC (lower fits better for its size) of Gaussian mixtures of the "
+        "labeled positives with 1 to M components. Dashed: the count used."
+    ),
+    "calibration.png": (
+        "Only with a true-label column: fraction truly positive against the predicted "
+        "probability, per bin. On the grey diagonal a probability means what it says; ECE "
+        "(expected calibration error) in the legend, lower is better."
+    ),
+}
+
+STYLE = (
+    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;line-height:1.45}"
+    "h1{font-size:1.6em}table{border-collapse:collapse;margin:.5em 0 1.2em}"
+    "th,td{text-align:left;padding:.25em .9em .25em 0;vertical-align:top}"
+    "thead th{border-bottom:1px solid #999}td.n{text-align:right}"
+    "img{max-width:100%}figcaption{color:#444;font-size:.92em;max-width:900px}"
+    ".lead{font-size:1.1em}"
+    ".warning{background:#fff3cd;border-left:4px solid #d39e00;padding:.6em}"
 )
 
 
-def _method_choice(result: JobResult) -> str:
-    """One paragraph on why ``--method auto`` chose the method (empty otherwise)."""
-    evidence = result.method_evidence
-    if evidence is None:
-        return ""
+def _number(value: Any) -> str:
+    """A number as people read it: thousands separated, three decimals at most."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return html.escape(str(value))
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.3f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _table(rows: list[tuple[str, Any]]) -> str:
     return (
-        f"<p>Method auto chose <strong>{result.method.upper()}</strong>: "
-        f"{html.escape(evidence['reason'])} ({evidence['n_clusters']} cluster(s) of "
-        f"positives; subtype-mix distance {evidence['subtype_mix_distance']:.3f}, "
-        f"PULSCAR below {evidence['threshold']:g}).</p>"
+        "<table>"
+        + "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>" for k, v in rows)
+        + "</table>"
     )
 
 
+def _separation(auc: float) -> str:
+    if auc >= 0.9:
+        return "clearly"
+    if auc >= 0.75:
+        return "moderately well"
+    if auc >= WEAK_PU_AUC:
+        return "weakly"
+    return "hardly"
+
+
+def plain_reading(summary: dict[str, Any]) -> str:
+    """One paragraph, in plain words, of what the run found (from the summary alone)."""
+    n_u, hidden = summary["n_unlabeled"], summary["hidden_positives"]
+    text = (
+        f"Among the {n_u:,} unlabeled rows, about {hidden:,} are estimated to be positives "
+        "that were never labeled"
+    )
+    if "alpha_interval" in summary:
+        low, high = summary["alpha_interval"]
+        text += f" (95% interval {round(low * n_u):,} to {round(high * n_u):,})"
+    text += f": alpha = {summary['alpha']:.3f} of the unlabeled rows. "
+    subtypes = summary.get("subtypes")
+    if subtypes:
+        text += (
+            f"The {summary['n_positive']:,} labeled positives fall into {len(subtypes)} "
+            "subtypes that hide positives at different rates (table below); the estimate is "
+            "the sum over them. "
+        )
+    else:
+        text += (
+            f"The {summary['n_positive']:,} labeled positives were read as one group: as "
+            "likely to be labeled whatever their kind. "
+        )
+    readings = summary.get("interval_readings", {})
+    if "pulscar kernel" in readings and "pulsnar kernel" in readings:
+        text += (
+            "The interval spans both ways positives may have been labeled: at random "
+            f"(PULSCAR reads alpha {readings['pulscar kernel']['alpha']:.3f}) or at rates "
+            f"that depend on the subtype (PULSNAR reads "
+            f"{readings['pulsnar kernel']['alpha']:.3f}); the data chose "
+            f"{summary['method'].upper()}. "
+        )
+    auc = min(summary["pu_auc"])
+    text += (
+        f"The classifier told labeled positives from unlabeled rows {_separation(auc)} "
+        f"(out-of-fold AUC {auc:.2f}"
+        + (", lowest over the subtypes)" if len(summary["pu_auc"]) > 1 else ")")
+    )
+    text += "." if summary["alpha_identified"] else ", too little to identify alpha."
+    if "true_alpha" in summary:
+        error = summary["alpha"] - summary["true_alpha"]
+        text += (
+            f" The input carries true labels: the true alpha is {summary['true_alpha']:.3f} "
+            f"(this run's error {error:+.3f})."
+        )
+    return f"<p class='lead'>{html.escape(text)}</p>"
+
+
+def _subtypes_section(summary: dict[str, Any]) -> str:
+    subtypes = summary.get("subtypes")
+    if not subtypes:
+        return ""
+    body = ""
+    for i, sub in enumerate(subtypes, start=1):
+        apart = ", ".join(
+            f"{html.escape(d['feature'])} {'higher' if d['difference_sd'] > 0 else 'lower'} "
+            f"({d['difference_sd']:+.1f} sd)"
+            for d in sub["distinguishing"]
+        )
+        body += (
+            f"<tr><td>{i}</td><td class='n'>{sub['positives']:,}</td>"
+            f"<td class='n'>{sub['alpha']:.3f}</td><td class='n'>{sub['hidden_positives']:,}</td>"
+            f"<td>{apart or '-'}</td></tr>"
+        )
+    return (
+        "<h2>Subtypes of the positives</h2><table id='subtypes'><thead><tr><th>subtype</th>"
+        "<th>labeled positives</th><th>alpha</th><th>hidden positives</th>"
+        "<th>what sets it apart (mean against all positives, in standard deviations)</th>"
+        f"</tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+def _diagnostics(summary: dict[str, Any]) -> str:
+    auc = ", ".join(f"{a:.3f}" for a in summary["pu_auc"])
+    rows: list[tuple[str, Any]] = [
+        ("labeled vs unlabeled AUC", f"{auc} (alpha identified: "
+         f"{'yes' if summary['alpha_identified'] else 'no'}, needs at least {WEAK_PU_AUC})"),
+    ]  # fmt: skip
+    evidence = summary.get("method_evidence")
+    if evidence:
+        rows.append(
+            (
+                "method",
+                f"auto chose <strong>{summary['method'].upper()}</strong>: "
+                f"{html.escape(evidence['reason'])} ({evidence['n_clusters']} cluster(s) of "
+                f"positives; subtype-mix distance {evidence['subtype_mix_distance']:.3f}, "
+                f"PULSCAR below {evidence['threshold']:g})",
+            )
+        )
+    else:
+        rows.append(("method", f"{summary['method'].upper()} (as asked)"))
+    if "alpha_interval" in summary:
+        low, high = summary["alpha_interval"]
+        spans = ", ".join(
+            f"{name} {r['alpha']:.3f} &plusmn; {1.96 * r['sd']:.3f}"
+            for name, r in summary["interval_readings"].items()
+        )
+        rows.append(
+            (
+                "95% interval of alpha",
+                f"{low:.3f} to {high:.3f}: the span of {spans} "
+                f"({html.escape(summary['interval_method'])})",
+            )
+        )
+    if "alphas" in summary:
+        low, high = summary["alpha_ci"]
+        rows.append(
+            (
+                "alpha per iteration",
+                f"{', '.join(f'{a:.3f}' for a in summary['alphas'])} (95% interval of their "
+                f"mean {low:.3f} to {high:.3f})",
+            )
+        )
+    if "true_alpha" in summary:
+        rows.append(("true alpha (from the true labels)", f"{summary['true_alpha']:.3f}"))
+    for name, values in (summary.get("metrics") or {}).items():
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in values.items())
+        rows.append((f"classification {name.replace('_', ' ')}", shown))
+    return "<h2>Diagnostics</h2>" + _table(rows)
+
+
+def _settings(summary: dict[str, Any]) -> str:
+    rows: list[tuple[str, Any]] = []
+    if "input" in summary:
+        rows.append(("input", html.escape(summary["input"])))
+    rows += [
+        ("rows", _number(summary["n_positive"] + summary["n_unlabeled"])),
+        ("labeled positives", _number(summary["n_positive"])),
+        ("unlabeled rows", _number(summary["n_unlabeled"])),
+        ("engine", html.escape(summary["engine"])),
+    ]
+    rows += [
+        (name.replace("_", " "), html.escape(json.dumps(value)) if isinstance(value, dict | list)
+         else _number(value))
+        for name, value in summary.get("settings", {}).items()
+    ]  # fmt: skip
+    timings = ", ".join(f"{k} {v:.1f} s" for k, v in summary["stage_seconds"].items())
+    rows.append(("time", f"{summary['seconds']:.1f} s in all (stages ended at: {timings})"))
+    return "<h2>Input and settings</h2>" + _table(rows)
+
+
 def build_report(result: JobResult, summary: dict) -> tuple[str, dict[str, bytes]]:
-    """Return the HTML report and its PNG files (name -> bytes)."""
+    """Return the HTML report and its PNG files (name -> bytes).
+
+    The page answers the question first (the headline: hidden positives and their
+    interval), reads it in a plain paragraph, then shows the subtypes, the diagnostics,
+    the input and settings, the captioned plots and, folded, the full JSON summary.
+    """
     images = {"densities.png": densities_plot(result), "objective.png": objective_plot(result)}
     if result.bic.size:
         images["bic.png"] = bic_plot(result)
     if result.true_labels is not None and result.calibrated is not None:
         images["calibration.png"] = calibration_plot(result)
-    rows = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(json.dumps(v))}</td></tr>"
-        for k, v in summary.items()
+    figures = "".join(
+        f'<figure><img src="{name}" alt="{name}"><figcaption>{html.escape(CAPTIONS[name])}'
+        "</figcaption></figure>"
+        for name in images
     )
-    figures = "".join(f'<figure><img src="{name}" alt="{name}"></figure>' for name in images)
     page = (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>pulsnar-dask: {html.escape(result.method)} run</title>"
-        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
-        "th{text-align:left;padding-right:1em}img{max-width:100%}"
-        ".warning{background:#fff3cd;border-left:4px solid #d39e00;padding:.6em}</style>"
-        "</head><body>"
+        f"<style>{STYLE}</style></head><body>"
         f"<h1>{html.escape(headline(summary))}</h1>"
-        f"{'' if result.alpha_identified else NOT_IDENTIFIED}{_method_choice(result)}"
-        f"<table>{rows}</table>{figures}</body></html>"
+        f"{plain_reading(summary)}{'' if result.alpha_identified else NOT_IDENTIFIED}"
+        f"{_subtypes_section(summary)}{_diagnostics(summary)}{_settings(summary)}"
+        f"<h2>Plots</h2>{figures}"
+        "<details><summary>Full summary (JSON)</summary><pre>"
+        f"{html.escape(json.dumps(summary, indent=1, sort_keys=True))}</pre></details>"
+        "</body></html>"
     )
     return page, images
+
+
+# Chromium flags for a headless render on a machine without a screen or outside network.
+HEADLESS_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+)
+
+
+def screenshot(
+    page: str | Path, out: str | Path, width: int = 1280, height: int = 900, timeout: float = 60
+) -> Path:
+    """Render an HTML file in headless Chromium and save what its first screen shows.
+
+    Parameters
+    ----------
+    page : path
+        The HTML file (a run's ``report.html``; its PNGs beside it).
+    out : path
+        Where the PNG goes.
+    width, height : int
+        The browser window, in CSS pixels.
+    timeout : float
+        Seconds before giving up on the browser.
+
+    Returns
+    -------
+    Path
+        ``out``.
+
+    Raises
+    ------
+    RuntimeError
+        Without a ``chromium`` executable, or when it fails.
+    """
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        raise RuntimeError("no chromium executable (Debian: apt-get install chromium)")
+    out = Path(out).resolve()
+    with tempfile.TemporaryDirectory() as profile:
+        proc = subprocess.run(
+            [browser, *HEADLESS_FLAGS, f"--user-data-dir={profile}",
+             f"--window-size={width},{height}", f"--screenshot={out}",
+             Path(page).resolve().as_uri()],
+            capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+    if proc.returncode != 0 or not out.exists():
+        raise RuntimeError(f"chromium could not render {page}: {proc.stderr.strip()[-300:]}")
+    return out

@@ -110,8 +110,19 @@ def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
     ):
         assert key in summary
     assert summary["alpha"] == pytest.approx(np.mean(summary["alphas"]))
+    # the default interval holds the t-interval of the iterations' mean
+    low, high = summary["alpha_interval"]
+    assert low <= summary["alpha_ci"][0] <= summary["alpha_ci"][1] <= high
+    settings = summary["settings"]
+    assert (settings["method"], settings["iterations"], settings["classify"]) == (
+        "pulsnar",
+        2,
+        True,
+    )
+    assert settings["interval_resamples"] == 30 and settings["n_features"] == 8
     stages = summary["stage_seconds"]
-    assert stages["input"] <= stages["clustering"] <= stages["scoring"] <= summary["seconds"]
+    assert stages["input"] <= stages["clustering"] <= stages["scoring"] <= stages["interval"]
+    assert stages["interval"] <= summary["seconds"]
     assert set(summary["metrics"]) == {"with_pu", "without_pu"}
     predictions = pd.read_parquet(out / "predictions")
     assert len(predictions) == summary["n_positive"] + summary["n_unlabeled"]
@@ -160,12 +171,14 @@ def test_module_entry_point_runs(tmp_path):
 def test_progress_goes_to_stderr_and_stdout_holds_only_the_summary(data, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pulsnar_dask", "run", "--input", str(data), "--method",
-         "pulscar", "--out", str(tmp_path / "out"), "--n-workers", "2"],
+         "pulscar", "--out", str(tmp_path / "out"), "--n-workers", "2",
+         "--interval-resamples", "0"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     (line,) = proc.stdout.splitlines()
     summary = json.loads(line)
+    assert "alpha_interval" not in summary and "interval" not in summary["stage_seconds"]
     assert summary == json.loads((tmp_path / "out" / "summary.json").read_text())
     assert "Completed" in proc.stderr
     # the headline closes stderr and opens the report
@@ -186,10 +199,10 @@ def test_headline_reads_the_summary():
         "alpha 0.272: about 2,718 hidden positives among 10,000 unlabeled rows (PULSNAR, "
         "5 clusters)"
     )
-    summary.update(alpha_ci=[0.25, 0.3], alpha_identified=False, n_clusters=1)
+    summary.update(alpha_interval=[0.25, 0.3], alpha_identified=False, n_clusters=1)
     text = headline(summary)
     assert "(PULSNAR, 1 cluster)" in text
-    assert "95% interval over the iterations 0.250-0.300 (2,500-3,000 rows)" in text
+    assert "; 95% interval 2,500-3,000 (alpha 0.250-0.300)" in text
     assert text.endswith(
         "NOT IDENTIFIED: the classifier hardly tells labeled positives from unlabeled rows"
     )
@@ -260,6 +273,11 @@ def bad_inputs(tmp_path_factory):
         ["--min-cluster-fraction", "1.5"],
         "must be in [0, 1), got 1.5",
     )
+    cases["one resample"] = (
+        put("ok5", frame),
+        ["--interval-resamples", "1"],
+        "must be 0 (no interval) or at least 2, got 1",
+    )
     return cases
 
 
@@ -267,7 +285,7 @@ BAD_INPUTS = [
     "empty dataset", "missing path", "not parquet", "no label column", "label 2", "label -1",
     "label missing", "no positives", "no unlabeled", "too few positives", "infinite",
     "duplicate ids", "non-numeric feature", "folds 1", "bin method", "storage options",
-    "cluster fraction",
+    "cluster fraction", "one resample",
 ]  # fmt: skip
 
 
@@ -371,6 +389,7 @@ def test_cli_choices_match_the_library_options():
     actions = {a.dest: a for a in run._actions}
     assert tuple(actions["alpha_estimator"].choices) == ALPHA_ESTIMATORS
     assert actions["alpha_estimator"].default == PUConfig().alpha_estimator
+    assert actions["interval_resamples"].default == PUConfig().interval_resamples
 
 
 def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsys):
@@ -390,4 +409,18 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
         1 if summary["method"] == "pulscar" else len(summary["cluster_alphas"])
     )
     report = (out / "report.html").read_text()
-    assert f"Method auto chose <strong>{summary['method'].upper()}</strong>" in report
+    assert f"auto chose <strong>{summary['method'].upper()}</strong>" in report
+    # the report reads the run: the interval in the headline and the plain paragraph,
+    # the subtypes table of a PULSNAR run, every plot captioned
+    low, high = summary["alpha_interval"]
+    assert low <= summary["alpha"] <= high
+    n_u = summary["n_unlabeled"]
+    assert f"95% interval {round(low * n_u):,}-{round(high * n_u):,}" in report
+    assert f"(95% interval {round(low * n_u):,} to {round(high * n_u):,})" in report
+    if summary["method"] == "pulsnar":
+        assert "<table id='subtypes'>" in report
+        assert report.count("<tr><td>") == len(summary["subtypes"]) == summary["n_clusters"]
+        for subtype in summary["subtypes"]:
+            first = subtype["distinguishing"][0]
+            assert f"{first['feature']} " in report
+    assert report.count("<figure>") == report.count("<figcaption>") >= 3
