@@ -179,6 +179,14 @@ def tail_ratios(
     return thresholds, tail_u / tail_p
 
 
+def tail_alpha(
+    probabilities: np.ndarray, labels: np.ndarray, tail_fraction: float = DEFAULT_TAIL_FRACTION
+) -> float:
+    """Alpha as the smallest tail ratio (:func:`tail_ratios`), below 1."""
+    _, ratios = tail_ratios(probabilities, labels, tail_fraction)
+    return float(min(ratios.min(), CANDIDATES[-1]))
+
+
 def best_bin_ratios(
     probabilities: np.ndarray, labels: np.ndarray, delta: float = BBE_DELTA
 ) -> tuple[np.ndarray, np.ndarray, int]:
@@ -366,7 +374,7 @@ def estimate_alpha(
         alpha = alpha_from_objective(objective)
     elif estimator == "tail":
         thresholds, ratios = tail_ratios(p, y, tail_fraction)
-        alpha = float(min(ratios.min(), CANDIDATES[-1]))
+        alpha = tail_alpha(p, y, tail_fraction)
     else:
         thresholds, ratios, _ = best_bin_ratios(p, y)
         alpha = best_bin_alpha(p, y, random_state=random_state)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .benchmarking import mean_ci
-from .pu import PUConfig, SubproblemResult, read_alpha
+from .pu import PUConfig, SubproblemResult, alpha_value
 
 INTERVAL_READERS = ("kernel", "tail")
 Z_95 = 1.959963984540054
@@ -73,7 +73,7 @@ def _readings(
                     unl = p[y == 0][unlabeled]
                     p = np.concatenate([pos, unl])
                     y = np.concatenate([np.ones(pos.size, np.int8), np.zeros(unl.size, np.int8)])
-                total += read_alpha(p, y, cfg, seed).alpha
+                total += alpha_value(p, y, cfg, seed)
             out[g, r] = total
     return out
 

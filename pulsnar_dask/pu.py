@@ -16,7 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from .alpha import ALPHA_ESTIMATORS, DEFAULT_TAIL_FRACTION, AlphaEstimate, estimate_alpha
+from .alpha import (
+    ALPHA_ESTIMATORS,
+    DEFAULT_TAIL_FRACTION,
+    AlphaEstimate,
+    best_bin_alpha,
+    estimate_alpha,
+    tail_alpha,
+)
 from .binning import BIN_METHODS
 from .calibration import (
     CALIBRATION_DATA,
@@ -254,6 +261,16 @@ def read_alpha(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: in
         estimator=config.alpha_estimator,
         tail_fraction=config.tail_fraction,
     )
+
+
+def alpha_value(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: int) -> float:
+    """Alpha alone, as :func:`read_alpha` reads it, without the densities kept for plots
+    where the reader does not need them (``tail``, ``bbe``): what resamples need."""
+    if config.alpha_estimator == "tail":
+        return tail_alpha(proba, labels, config.tail_fraction)
+    if config.alpha_estimator == "bbe":
+        return best_bin_alpha(proba, labels, random_state=seed)
+    return read_alpha(proba, labels, config, seed).alpha
 
 
 def estimate_subproblem(

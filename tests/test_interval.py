@@ -102,3 +102,14 @@ def test_interval_refuses_mismatched_unlabeled_rows_and_too_few_resamples():
         PUConfig(interval_resamples=1)
     with pytest.raises(ValueError, match="at least 2"):
         alpha_interval({"pulscar": [a]}, config.with_(interval_resamples=0))
+
+
+@pytest.mark.parametrize("reader", ["kernel", "tail", "bbe"])
+def test_alpha_alone_is_what_the_full_reading_gives(reader):
+    from pulsnar_dask.pu import alpha_value
+
+    config = PUConfig(alpha_estimator=reader)
+    p_pos, p_unl = beta_mixture(0.25, 300, 1500, seed=4)
+    sub = subproblem(p_pos, p_unl, config)
+    full = read_alpha(sub.probabilities, sub.labels, config, 3).alpha
+    assert alpha_value(sub.probabilities, sub.labels, config, 3) == full
