@@ -42,7 +42,12 @@ def test_knee_without_local_minima_walks_to_a_sharper_angle():
 
 
 def test_knee_of_a_straight_line_falls_back_to_the_sharpest_bend():
-    assert knee_point(np.array([10.0, 8.0, 6.0, 4.0, 2.0])) in range(1, 6)
+    # no local minimum of the BIC or of its second differences ([-2, 0, 0, 0]): the
+    # sharpest bend, argmax(diff(diff)) + 2, is the first one on a line
+    assert knee_point(np.array([10.0, 8.0, 6.0, 4.0, 2.0])) == 2
+    # halving steps: second differences [-8, 4, 2, 1] have no interior minimum either,
+    # and the bend is sharpest at 2 clusters
+    assert knee_point(np.array([16.0, 8.0, 4.0, 2.0, 1.0])) == 2
     assert knee_point(np.array([5.0, 1.0])) == 2
 
 
@@ -94,14 +99,26 @@ def test_small_components_merge_into_their_most_probable_neighbour():
     assert set(cluster_labels(fit, Z, min_size=1000)) == {0}
 
 
-def test_mixture_survives_repeated_values_with_a_logged_fallback(caplog):
+def test_mixture_survives_repeated_values_without_a_fallback(caplog):
     # Discrete, repeated rows and more components than distinct points: full covariance
-    # is singular without regularisation; the fit must still succeed.
+    # is singular without regularisation, which reg_covar mends; no fallback needed.
     Z = np.repeat(np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]]), 20, axis=0)
     with caplog.at_level(logging.WARNING):
         fit = fit_mixture(Z, 5, random_state=1)
     assert np.isfinite(fit.bic)
-    assert fit.n_components == 5
+    assert fit.n_components == 5 and fit.covariance_type == "full"
+    assert "failed" not in caplog.text
+
+
+def test_mixture_falls_back_to_a_simpler_covariance_and_logs_it(caplog):
+    # Points on a line at a scale where reg_covar is below the floating-point resolution of
+    # the covariances: every full fit is singular, the diagonal one is not.
+    t = np.repeat(np.arange(6.0), 10)
+    Z = np.c_[t, 2 * t] * 1e12
+    with caplog.at_level(logging.WARNING):
+        fit = fit_mixture(Z, 3, random_state=1)
+    assert fit.covariance_type == "diag" and np.isfinite(fit.bic)
+    assert "full covariance failed; used diag with reg_covar=1e-06" in caplog.text
 
 
 def test_mixtures_fit_on_a_seeded_sample_of_many_positives():

@@ -44,6 +44,10 @@ def test_pulsnar_is_reproducible_and_seed_sensitive(snar):
     assert a.alpha_ == b.alpha_
     np.testing.assert_array_equal(a.oof_proba_, b.oof_proba_)
     assert a.clustering_.bic.size == 0
+    # another seed: other folds and models, so other probabilities and another alpha
+    c = PULSNAR(random_state=4, n_clusters=3, n_jobs=2).fit(snar.X, snar.label)
+    assert np.mean(c.oof_proba_ != a.oof_proba_) > 0.9
+    assert c.alpha_ != a.alpha_
 
 
 def test_calibration_and_classification_improve_on_pu_labels(snar):
