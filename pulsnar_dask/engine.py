@@ -75,8 +75,8 @@ TASK_MEMORY_SHARE = 0.15
 # Below this labeled-vs-unlabeled AUC the run warns that alpha is poorly identified.
 WEAK_PU_AUC = 0.6
 INTERVAL_METHOD = (
-    "bootstrap of the out-of-fold probabilities, kernel and tail readings, under PULSNAR "
-    "and PULSCAR where both were computed"
+    "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
+    "configured reader), under PULSNAR and PULSCAR where both were computed"
 )
 
 
@@ -166,6 +166,8 @@ class JobResult:
     def subtypes(self) -> list[dict[str, Any]]:
         """Per cluster of positives (PULSNAR): labeled positives, alpha, the hidden
         positives it means (``alpha x`` unlabeled rows) and the features that set it apart."""
+        if self.profiles is None:
+            return []
         n_unlabeled = int(np.sum(self.labels == 0))
         return [
             {
@@ -175,7 +177,7 @@ class JobResult:
                 "distinguishing": profile,
             }
             for r, alpha, profile in zip(
-                self.subproblems, self.cluster_alphas, self.profiles or [], strict=True
+                self.subproblems, self.cluster_alphas, self.profiles, strict=True
             )
         ]
 
@@ -211,7 +213,7 @@ class JobResult:
         if len(self.alphas) > 1:
             _, low, high = mean_ci(np.asarray(self.alphas))
             out["alphas"] = self.alphas
-            out["alpha_ci"] = [low, high]
+            out["alpha_ci"] = [max(low, 0.0), min(high, 1.0)]
         if self.true_labels is not None:
             out["true_alpha"] = float(np.mean(self.true_labels[self.labels == 0] > 0))
         if self.metrics is not None:
@@ -514,7 +516,7 @@ def run_job(
     if iterations < 1:
         raise UserError(f"--iterations must be at least 1, got {iterations}")
     config = config or PUConfig()
-    requested = method
+    requested, asked = method, config
     if config.n_threads is None:
         # Parallelism comes from concurrent tasks: one XGBoost thread per task.
         config = config.with_(n_threads=1)
@@ -748,7 +750,7 @@ def run_job(
             "classify": classify,
             "engine": engine,
             "n_features": len(puf.features),
-            **config_dict(config),
+            **config_dict(asked),
         },
         metrics=metrics,
         engine=chosen_engine,

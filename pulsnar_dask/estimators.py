@@ -453,7 +453,9 @@ class PULSNAR(PULSCAR):
             self.method_, self.method_evidence_ = choose_method(
                 [r.alpha for r in clusters], [r.n_positive for r in clusters]
             )
-            if len(clusters) > 1:  # PULSCAR beside the clusters, as the engine runs it
+            # PULSCAR beside the clusters (as the engine runs it): kept when chosen, and
+            # the other assumption of the interval
+            if len(clusters) > 1 and (self.method_ == "pulscar" or config.interval_resamples):
                 pulscar = [
                     run_subproblem(X_arr, y_arr, row_ids, config, seed + i)
                     for i in range(self.n_iterations if self.method_ == "pulscar" else 1)

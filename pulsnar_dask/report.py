@@ -19,6 +19,7 @@ import numpy as np
 
 from .calibration import expected_calibration_error, reliability_curve
 from .engine import WEAK_PU_AUC, JobResult, headline
+from .interval import Z_95
 
 MAX_PANELS = 6
 
@@ -221,8 +222,8 @@ def plain_reading(summary: dict[str, Any]) -> str:
     if subtypes:
         text += (
             f"The {summary['n_positive']:,} labeled positives fall into {len(subtypes)} "
-            "subtypes that hide positives at different rates (table below); the estimate is "
-            "the sum over them. "
+            f"subtype{'s' if len(subtypes) > 1 else ''} that hide positives at different "
+            "rates (table below); the estimate is the sum over them. "
         )
     else:
         text += (
@@ -230,12 +231,13 @@ def plain_reading(summary: dict[str, Any]) -> str:
             "likely to be labeled whatever their kind. "
         )
     readings = summary.get("interval_readings", {})
-    if "pulscar kernel" in readings and "pulsnar kernel" in readings:
+    reader = summary["settings"]["alpha_estimator"]
+    if f"pulscar {reader}" in readings and f"pulsnar {reader}" in readings:
         text += (
             "The interval spans both ways positives may have been labeled: at random "
-            f"(PULSCAR reads alpha {readings['pulscar kernel']['alpha']:.3f}) or at rates "
+            f"(PULSCAR reads alpha {readings[f'pulscar {reader}']['alpha']:.3f}) or at rates "
             f"that depend on the subtype (PULSNAR reads "
-            f"{readings['pulsnar kernel']['alpha']:.3f}); the data chose "
+            f"{readings[f'pulsnar {reader}']['alpha']:.3f}); the data chose "
             f"{summary['method'].upper()}. "
         )
     auc = min(summary["pu_auc"])
@@ -300,7 +302,7 @@ def _diagnostics(summary: dict[str, Any]) -> str:
     if "alpha_interval" in summary:
         low, high = summary["alpha_interval"]
         spans = ", ".join(
-            f"{name} {r['alpha']:.3f} &plusmn; {1.96 * r['sd']:.3f}"
+            f"{name} {r['alpha']:.3f} &plusmn; {Z_95 * r['sd']:.3f}"
             for name, r in summary["interval_readings"].items()
         )
         rows.append(
@@ -423,6 +425,7 @@ def screenshot(
     if browser is None:
         raise RuntimeError("no chromium executable (Debian: apt-get install chromium)")
     out = Path(out).resolve()
+    out.unlink(missing_ok=True)  # a failed render must not pass for an old picture
     with tempfile.TemporaryDirectory() as profile:
         proc = subprocess.run(
             [browser, *HEADLESS_FLAGS, f"--user-data-dir={profile}",

@@ -31,7 +31,8 @@ def test_interval_is_the_span_of_each_reading_plus_minus_its_bootstrap_spread():
     p_pos, p_unl = beta_mixture(0.3, 400, 2000, seed=1)
     sub = subproblem(p_pos, p_unl, config)
     # the oracle: the same resamples drawn by hand, every reader read on each
-    rng = np.random.default_rng(5)
+    # unlabeled rows from the first child stream of the seed, positives from the second
+    rng_u, rng_p = (np.random.default_rng(s) for s in np.random.SeedSequence(5).spawn(2))
     point = np.array(
         [read_alpha(sub.probabilities, sub.labels, config.with_(alpha_estimator=r), 5).alpha
          for r in INTERVAL_READERS]
@@ -40,8 +41,8 @@ def test_interval_is_the_span_of_each_reading_plus_minus_its_bootstrap_spread():
     unl = sub.probabilities[sub.labels == 0]
     draws = []
     for _ in range(8):
-        u = unl[rng.integers(0, unl.size, unl.size)]
-        p = pos[rng.integers(0, pos.size, pos.size)]
+        u = unl[rng_u.integers(0, unl.size, unl.size)]
+        p = pos[rng_p.integers(0, pos.size, pos.size)]
         y = np.r_[np.ones(p.size, np.int8), np.zeros(u.size, np.int8)]
         draws.append(
             [read_alpha(np.r_[p, u], y, config.with_(alpha_estimator=r), 5).alpha
@@ -78,6 +79,9 @@ def test_cluster_sums_share_the_unlabeled_rows_and_the_span_takes_every_assumpti
     pulscar = [subproblem(np.r_[p_a, p_b], p_unl, config)]
     both = alpha_interval({"pulsnar": clusters, "pulscar": pulscar}, config)
     alone = alpha_interval({"pulsnar": clusters}, config)
+    # another assumption leaves the first one's resamples as they were: the span only grows
+    for reader in INTERVAL_READERS:
+        assert both.readings[f"pulsnar {reader}"] == alone.readings[f"pulsnar {reader}"]
     assert both.low <= alone.low and both.high >= alone.high
     cluster_sum = sum(c.alpha for c in clusters)
     assert alone.low <= cluster_sum <= alone.high
@@ -98,6 +102,10 @@ def test_interval_refuses_mismatched_unlabeled_rows_and_too_few_resamples():
     b = subproblem(p_pos, p_unl[:400], config)
     with pytest.raises(ValueError, match="same unlabeled rows"):
         alpha_interval({"pulsnar": [a, b]}, config)
+    # as many unlabeled rows, but other ones
+    shifted = estimate_subproblem(a.row_ids + 1, a.labels, a.probabilities, config, 0)
+    with pytest.raises(ValueError, match="same unlabeled rows"):
+        alpha_interval({"pulsnar": [a, shifted]}, config)
     with pytest.raises(ValueError, match="interval_resamples must be 0"):
         PUConfig(interval_resamples=1)
     with pytest.raises(ValueError, match="at least 2"):
