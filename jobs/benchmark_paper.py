@@ -161,7 +161,8 @@ def run_one(client, bench: Benchmark, algorithm: str, setting: float, seed: int,
         "seconds": result.seconds,
     }
     if result.alpha_interval is not None:
-        row["interval_low"], row["interval_high"] = result.alpha_interval
+        row["interval_low"] = result.alpha_interval.low
+        row["interval_high"] = result.alpha_interval.high
     curves = None
     if bench.calibrate:
         truth = (result.true_labels > 0).astype(float)
@@ -560,6 +561,8 @@ def main() -> None:
         with ThreadPoolExecutor(args.concurrency) as pool:
             futures = {pool.submit(run_one, client, *t, scattered, config): t for t in tasks}
             for k, future in enumerate(as_completed(futures), 1):
+                if future.exception() is not None:  # stop now, not after every other run
+                    pool.shutdown(wait=False, cancel_futures=True)
                 bench, algorithm, setting, seed = futures[future]
                 row, curve = future.result()
                 rows.append(row)
