@@ -138,13 +138,13 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--max-cluster-features",
         type=_positive_int(1),
-        default=32,
+        default=100,
         help="cluster the positives on at most this many top-gain features",
     )
     run.add_argument(
         "--min-cluster-fraction",
         type=_fraction,
-        default=0.0,
+        default=0.02,
         help="merge mixture components holding less than this share of the positives "
         "into their neighbours (components under 10 positives always are)",
     )

@@ -300,12 +300,12 @@ class PULSNAR(PULSCAR):
         Cluster count from the lowest BIC, or from the reference's knee procedure (on the
         paper's synthetic protocol the minimum finds the 5 subtypes in 32 of 35 runs,
         the knee in 25; benchmarks/results/synthetic_pulsnar_minbic.md).
-    max_cluster_features : int or None, default 32
+    max_cluster_features : int or None, default 100
         Cluster on at most this many top-gain features.
     max_cluster_rows : int or None, default 5000
         Fit the mixtures on at most this many positives (a seeded sample); every positive
         is then assigned to a cluster.
-    min_cluster_fraction : float, default 0.0
+    min_cluster_fraction : float, default 0.02
         Mixture components with fewer positives than this share are merged into their
         most probable neighbours.
     covariance_type : {"full", "diag", "spherical"}, default "full"
@@ -361,9 +361,9 @@ class PULSNAR(PULSCAR):
         n_clusters: int | None = None,
         max_clusters: int = 10,
         cluster_selection: str = "min",
-        max_cluster_features: int | None = 32,
+        max_cluster_features: int | None = 100,
         max_cluster_rows: int | None = 5000,
-        min_cluster_fraction: float = 0.0,
+        min_cluster_fraction: float = 0.02,
         covariance_type: str = "full",
         method: str = "auto",
     ):

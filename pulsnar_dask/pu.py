@@ -103,7 +103,9 @@ class PUConfig:
     covariance_type : str
         First covariance type of the mixtures.
     max_cluster_features : int or None
-        Cap on the number of top-gain features the positives are clustered on.
+        Cap on the number of top-gain features the positives are clustered on (100:
+        subtypes that differ only jointly over many features are found; decision record
+        items 17-19).
     max_cluster_rows : int or None
         Cap on the positives the mixtures are fitted on (a seeded sample); all positives
         are then assigned to the chosen mixture's components.
@@ -135,9 +137,9 @@ class PUConfig:
     n_clusters: int | None = None
     cluster_selection: str = "min"
     covariance_type: str = "full"
-    max_cluster_features: int | None = 32
+    max_cluster_features: int | None = 100
     max_cluster_rows: int | None = 5000
-    min_cluster_fraction: float = 0.0
+    min_cluster_fraction: float = 0.02
     calibration_method: str = "isotonic"
     calibration_data: str = "PU"
     interval_resamples: int = 30

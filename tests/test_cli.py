@@ -383,13 +383,18 @@ def test_cli_choices_match_the_library_options():
     be the library's."""
     from pulsnar_dask.alpha import ALPHA_ESTIMATORS
     from pulsnar_dask.cli import build_parser
-    from pulsnar_dask.pu import PUConfig
+    from pulsnar_dask.pu import PUConfig, config_dict
 
     run = build_parser()._subparsers._group_actions[0].choices["run"]
     actions = {a.dest: a for a in run._actions}
     assert tuple(actions["alpha_estimator"].choices) == ALPHA_ESTIMATORS
     assert actions["alpha_estimator"].default == PUConfig().alpha_estimator
-    assert actions["interval_resamples"].default == PUConfig().interval_resamples
+    # every run option named like a PUConfig setting defaults to the library's default
+    defaults = config_dict(PUConfig())
+    shared = [dest for dest in actions if dest in defaults]
+    assert {"max_cluster_features", "min_cluster_fraction", "interval_resamples"} <= set(shared)
+    for dest in shared:
+        assert actions[dest].default == defaults[dest], dest
 
 
 def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsys):

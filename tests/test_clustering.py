@@ -143,7 +143,8 @@ def test_min_cluster_size_is_a_share_of_the_positives_with_a_floor():
 
     assert min_cluster_size(PUConfig(min_cluster_fraction=0.02), 5000) == 100
     assert min_cluster_size(PUConfig(min_cluster_fraction=0.02), 60) == MIN_CLUSTER_SIZE
-    assert min_cluster_size(PUConfig(), 5000) == MIN_CLUSTER_SIZE  # the default share is 0
+    assert min_cluster_size(PUConfig(), 5000) == 100  # the default share is 2%
+    assert min_cluster_size(PUConfig(min_cluster_fraction=0.0), 5000) == MIN_CLUSTER_SIZE
     with pytest.raises(ValueError, match="min_cluster_fraction"):
         PUConfig(min_cluster_fraction=1.0)
 
