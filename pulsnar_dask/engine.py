@@ -228,8 +228,9 @@ def headline(summary: dict[str, Any]) -> str:
     -------
     str
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
-        (PULSNAR, 5 clusters)``, with the 95% interval (``alpha_interval``) when there is
-        one, and a warning when alpha is not identified.
+        (PULSNAR, 5 clusters)``, with the 95% interval (``alpha_interval``, else the
+        iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
+        identified.
     """
     n_unlabeled = summary["n_unlabeled"]
     text = (
@@ -241,6 +242,13 @@ def headline(summary: dict[str, Any]) -> str:
         low, high = summary["alpha_interval"]
         text += (
             f"; 95% interval {round(low * n_unlabeled):,}-{round(high * n_unlabeled):,} "
+            f"(alpha {low:.3f}-{high:.3f})"
+        )
+    elif "alpha_ci" in summary:  # no default interval: the iterations' still tells something
+        low, high = summary["alpha_ci"]
+        text += (
+            f"; 95% interval of the iterations' mean "
+            f"{round(low * n_unlabeled):,}-{round(high * n_unlabeled):,} "
             f"(alpha {low:.3f}-{high:.3f})"
         )
     if not summary["alpha_identified"]:

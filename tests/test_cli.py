@@ -199,10 +199,15 @@ def test_headline_reads_the_summary():
         "alpha 0.272: about 2,718 hidden positives among 10,000 unlabeled rows (PULSNAR, "
         "5 clusters)"
     )
+    summary.update(alpha_ci=[0.26, 0.28])  # without the default interval: the iterations'
+    assert headline(summary).endswith(
+        "; 95% interval of the iterations' mean 2,600-2,800 (alpha 0.260-0.280)"
+    )
     summary.update(alpha_interval=[0.25, 0.3], alpha_identified=False, n_clusters=1)
     text = headline(summary)
     assert "(PULSNAR, 1 cluster)" in text
     assert "; 95% interval 2,500-3,000 (alpha 0.250-0.300)" in text
+    assert "iterations" not in text
     assert text.endswith(
         "NOT IDENTIFIED: the classifier hardly tells labeled positives from unlabeled rows"
     )
