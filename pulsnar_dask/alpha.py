@@ -183,7 +183,10 @@ def tail_alpha(
     probabilities: np.ndarray, labels: np.ndarray, tail_fraction: float = DEFAULT_TAIL_FRACTION
 ) -> float:
     """Alpha as the smallest tail ratio (:func:`tail_ratios`), below 1."""
-    _, ratios = tail_ratios(probabilities, labels, tail_fraction)
+    return _smallest_ratio(tail_ratios(probabilities, labels, tail_fraction)[1])
+
+
+def _smallest_ratio(ratios: np.ndarray) -> float:
     return float(min(ratios.min(), CANDIDATES[-1]))
 
 
@@ -374,7 +377,7 @@ def estimate_alpha(
         alpha = alpha_from_objective(objective)
     elif estimator == "tail":
         thresholds, ratios = tail_ratios(p, y, tail_fraction)
-        alpha = tail_alpha(p, y, tail_fraction)
+        alpha = _smallest_ratio(ratios)
     else:
         thresholds, ratios, _ = best_bin_ratios(p, y)
         alpha = best_bin_alpha(p, y, random_state=random_state)

@@ -460,10 +460,11 @@ class PULSNAR(PULSCAR):
                     run_subproblem(X_arr, y_arr, row_ids, config, seed + i)
                     for i in range(self.n_iterations if self.method_ == "pulscar" else 1)
                 ]
-                groups["pulscar"] = pulscar[:1]
                 if self.method_ == "pulscar":
                     iterations = [[r] for r in pulscar]
                     groups = {"pulscar": pulscar[:1], "pulsnar": clusters}
+                else:
+                    groups["pulscar"] = pulscar[:1]
             elif self.method_ == "pulscar":
                 groups = {"pulscar": clusters}
         self._finish(
