@@ -1,7 +1,7 @@
 """Every benchmark family through the distributed engine: the paper's alpha tables,
 calibration and classification figures, and the real data sets beside them.
 
-Every run goes through the engine the CLI uses (``pulsnar_dask.engine.run_job``) with
+Every run goes through the engine the CLI uses (``pulsnar_dask.dask_executor.engine.run_job``) with
 default settings, on a local cluster or the one named by ``--scheduler`` /
 ``--cluster-config``. The data of each run is generated (or, for the real sets, built
 from their scattered tables) by a task on a worker, and the runs of all seeds, fractions
@@ -17,7 +17,7 @@ Benchmarks (``--only`` picks some; ``--seeds`` caps the real sets at 5 seeds):
 * ``SNAR_shuttle``: ../shared/data/shuttle/shuttle.trn, fractions 0.01-0.15; PULSNAR,
   PULSCAR and AUTO.
 * ``SNAR_large``: P=5000, U=5000/25000/50000/100000, 100 features, alpha 0.2; PULSNAR.
-* The real sets of :mod:`pulsnar_dask.realdata` (``SNAR_avila``, ``SNAR_gas``,
+* The real sets of :mod:`pulsnar_dask.datasets.realdata` (``SNAR_avila``, ``SNAR_gas``,
   ``SCAR_grid``, ``SCAR_bank``, ``SCAR_mushroom``), built as the reference's example
   scripts build them, fractions 0.01-0.5 (grid to 0.6, as the paper): AUTO; the
   fractions a set cannot hold (too few positives to hide) are left out and listed.
@@ -52,19 +52,20 @@ from pulsnar_dask import make_pu_data
 from pulsnar_dask.benchmarking import (
     comparison_table,
     load_paper_results,
-    mean_ci,
     paper_mae,
     summarize_runs,
 )
-from pulsnar_dask.calibration import expected_calibration_error
-from pulsnar_dask.cluster import connect
-from pulsnar_dask.engine import run_job
+from pulsnar_dask.core.calibration import expected_calibration_error
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.metrics import METRIC_NAMES
+from pulsnar_dask.core.stats import mean_ci
+from pulsnar_dask.core.subproblem import calibrated_on_rows
+from pulsnar_dask.dask_executor.connect import connect
+from pulsnar_dask.dask_executor.engine import run_job
+from pulsnar_dask.datasets.realdata import REAL_SETS
+from pulsnar_dask.datasets.shuttle import FRACTIONS as SHUTTLE_FRACTIONS
 from pulsnar_dask.io import PUFrame, pu_frame
-from pulsnar_dask.metrics import METRIC_NAMES
-from pulsnar_dask.pu import PUConfig, calibrated_on_rows
-from pulsnar_dask.realdata import REAL_SETS
 from pulsnar_dask.report import plot_reliability
-from pulsnar_dask.shuttle import FRACTIONS as SHUTTLE_FRACTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from common import RESULTS, synthetic_parquet, timed_run
 
-from pulsnar_dask.cluster import ProcessCluster
+from pulsnar_dask.dask_executor.connect import ProcessCluster
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from common import RESULTS, synthetic_parquet, timed_run
 
-from pulsnar_dask.cluster import ProcessCluster
+from pulsnar_dask.dask_executor.connect import ProcessCluster
 
 REFERENCE_S = {"pulscar": 23.0, "pulsnar": 91.0}
 SETUPS = {

@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 
 from pulsnar_dask import make_pu_data
+from pulsnar_dask.datasets.synthetic import iter_pu_chunks
 from pulsnar_dask.io import write_pu_parquet
-from pulsnar_dask.synthetic import iter_pu_chunks
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

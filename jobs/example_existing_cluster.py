@@ -16,7 +16,7 @@ import logging
 
 from distributed import Client
 
-from pulsnar_dask.engine import run_job
+from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.io import read_pu_parquet
 
 

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from common import RESULTS, synthetic_parquet
 from distributed import Client, LocalCluster, get_task_stream
 
-from pulsnar_dask.engine import run_job
+from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.io import read_pu_parquet
 
 

@@ -2,7 +2,7 @@
 
 The public names load their modules on first use, so that ``python -m pulsnar_dask``
 can start a local cluster's fork server before the heavy imports (see
-:mod:`pulsnar_dask.forkserver`).
+:mod:`pulsnar_dask.dask_executor.forkserver`).
 """
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .alpha import AlphaEstimate, estimate_alpha
-    from .estimators import PULSCAR, PULSNAR
-    from .synthetic import PUData, make_pu_data
+    from pulsnar_dask.core.alpha import AlphaEstimate, estimate_alpha
+    from pulsnar_dask.datasets.synthetic import PUData, make_pu_data
+    from pulsnar_dask.estimators import PULSCAR, PULSNAR
 
 _HOMES = {
     "PULSCAR": "estimators",
     "PULSNAR": "estimators",
-    "AlphaEstimate": "alpha",
-    "estimate_alpha": "alpha",
-    "PUData": "synthetic",
-    "make_pu_data": "synthetic",
+    "AlphaEstimate": "core.alpha",
+    "estimate_alpha": "core.alpha",
+    "PUData": "datasets.synthetic",
+    "make_pu_data": "datasets.synthetic",
 }
 __all__ = ["PULSCAR", "PULSNAR", "AlphaEstimate", "PUData", "estimate_alpha", "make_pu_data"]
 __version__ = "0.1.0"

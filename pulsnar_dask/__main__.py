@@ -1,5 +1,5 @@
 """``python -m pulsnar_dask`` runs the command line."""
 
-from .cli import console
+from pulsnar_dask.cli import console
 
 console()

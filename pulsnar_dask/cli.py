@@ -18,9 +18,9 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from .binning import BIN_METHODS
-from .errors import UserError
-from .forkserver import start_fork_server
+from pulsnar_dask.core.binning import BIN_METHODS
+from pulsnar_dask.dask_executor.forkserver import start_fork_server
+from pulsnar_dask.errors import UserError
 
 logger = logging.getLogger("pulsnar_dask")
 
@@ -185,8 +185,8 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
 
 
 def _synth(args: argparse.Namespace) -> None:
-    from .io import write_pu_parquet
-    from .synthetic import iter_pu_chunks, make_pu_data, paper_generator_bytes
+    from pulsnar_dask.datasets.synthetic import iter_pu_chunks, make_pu_data, paper_generator_bytes
+    from pulsnar_dask.io import write_pu_parquet
 
     out = Path(args.out)
     if out.exists() and not args.overwrite:
@@ -239,16 +239,16 @@ def _run(args: argparse.Namespace) -> dict:
     import pandas as pd
     from distributed import performance_report
 
-    from .cluster import connect
-    from .engine import run_job
-    from .io import parse_storage_options, read_pu_parquet
-    from .outputs import RunOutput
-    from .report import build_report
+    from pulsnar_dask.dask_executor.connect import connect
+    from pulsnar_dask.dask_executor.engine import run_job
+    from pulsnar_dask.io import parse_storage_options, read_pu_parquet
+    from pulsnar_dask.outputs import RunOutput
+    from pulsnar_dask.report import build_report
 
     storage_options = parse_storage_options(args.storage_options)
     output = RunOutput(args.out, storage_options, overwrite=args.overwrite)
     output.prepare()
-    from .pu import PUConfig
+    from pulsnar_dask.core.config import PUConfig
 
     config = PUConfig(
         n_folds=args.folds,
@@ -322,8 +322,8 @@ def _demo(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory(prefix="pulsnar-demo-") as tmp:
         data_dir = Path(tmp) / "snar.parquet"
         print("demo: writing synthetic SNAR data (P=2000, U=10000, 20 features, alpha 0.25)")
-        from .io import write_pu_parquet
-        from .synthetic import make_pu_data
+        from pulsnar_dask.datasets.synthetic import make_pu_data
+        from pulsnar_dask.io import write_pu_parquet
 
         data = make_pu_data("snar", 2000, 10000, 20, 0.25, class_sep=1.0, random_state=0)
         write_pu_parquet(data.split(4), data_dir)
@@ -394,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     import json
 
-    from .engine import headline  # loaded by the run already
+    from pulsnar_dask.dask_executor.engine import headline
 
     print(headline(summary), file=sys.stderr)
     print(json.dumps(summary, sort_keys=True))

@@ -2,7 +2,7 @@
 
 ``PULSCAR(...).fit(X, y)`` and ``PULSNAR(...).fit(X, y)`` take numpy arrays or pandas
 frames (``y``: 1 labeled positive, 0 unlabeled) and expose ``alpha_`` and the
-out-of-fold probabilities. They run the same steps (:mod:`pulsnar_dask.pu`) that the
+out-of-fold probabilities. They run the same steps (:mod:`pulsnar_dask.core`) that the
 distributed engine fans out over a Dask cluster.
 """
 
@@ -15,25 +15,27 @@ import dask.dataframe as dd
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .alpha import AlphaEstimate
-from .clustering import cluster_labels, clustering_matrix
-from .density import BANDWIDTH_BOUNDS
-from .interval import alpha_interval
-from .pu import (
-    Clustering,
-    PUConfig,
+from pulsnar_dask.core.alpha import AlphaEstimate
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.density import BANDWIDTH_BOUNDS
+from pulsnar_dask.core.interval import alpha_interval
+from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
+from pulsnar_dask.core.subproblem import (
     SubproblemResult,
     calibrated_on_rows,
+    combine_on_rows,
+    improved_probabilities,
+    run_subproblem,
+)
+from pulsnar_dask.core.subtypes import (
+    Clustering,
     choose_method,
     choose_mixture,
-    combine_on_rows,
     fit_mixture_size,
     importance_gain,
-    improved_probabilities,
     make_clustering,
     min_cluster_size,
     mixture_sizes,
-    run_subproblem,
     select_features,
     subtype_profiles,
 )
@@ -120,7 +122,7 @@ class PULSCAR(BaseEstimator):
         One estimate per iteration.
     alpha_interval_ : AlphaInterval or None
         95% interval of alpha (``.low``, ``.high``) and the readings it spans
-        (:func:`pulsnar_dask.interval.alpha_interval`); None with ``interval_resamples=0``.
+        (:func:`pulsnar_dask.core.interval.alpha_interval`); None with ``interval_resamples=0``.
     method_ : str
         ``"pulscar"`` (``method_evidence_`` is None).
     n_clusters_ : int
@@ -220,8 +222,8 @@ class PULSCAR(BaseEstimator):
         """Fit on Dask collections through the distributed engine (same numerics)."""
         from distributed import default_client
 
-        from .engine import run_job
-        from .io import PUFrame, with_row_ids
+        from pulsnar_dask.dask_executor.engine import run_job
+        from pulsnar_dask.io import PUFrame, with_row_ids
 
         label, row_id = "__pu_label__", "__pu_row_id__"
         frame = with_row_ids(X.assign(**{label: y}), row_id)
@@ -312,7 +314,7 @@ class PULSNAR(PULSCAR):
     method : {"auto", "pulsnar"}, default "auto"
         ``auto`` also fits PULSCAR (all positives as one subproblem) and keeps it when
         the positives form one cluster or the clusters hide positives in proportion to
-        their labeled ones (:func:`pulsnar_dask.pu.choose_method`); ``pulsnar`` always
+        their labeled ones (:func:`pulsnar_dask.core.subtypes.choose_method`); ``pulsnar`` always
         sums the clusters.
 
     Attributes

@@ -19,10 +19,10 @@ import fsspec
 import numpy as np
 import pandas as pd
 
-from .errors import UserError
+from pulsnar_dask.errors import UserError
 
 if TYPE_CHECKING:
-    from .synthetic import PUData
+    from pulsnar_dask.datasets.synthetic import PUData
 
 logger = logging.getLogger(__name__)
 

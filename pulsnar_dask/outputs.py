@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from fsspec.implementations.local import LocalFileSystem
 
-from .errors import UserError
+from pulsnar_dask.errors import UserError
 
 logger = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .calibration import expected_calibration_error, reliability_curve
-from .engine import WEAK_PU_AUC, JobResult, headline
-from .interval import Z_95
+from pulsnar_dask.core.calibration import expected_calibration_error, reliability_curve
+from pulsnar_dask.core.interval import Z_95
+from pulsnar_dask.dask_executor.engine import WEAK_PU_AUC, JobResult, headline
 
 MAX_PANELS = 6
 

@@ -3,7 +3,7 @@ import pytest
 from conftest import beta_mixture
 
 from pulsnar_dask import estimate_alpha
-from pulsnar_dask.alpha import CANDIDATES, alpha_from_objective, alpha_objective
+from pulsnar_dask.core.alpha import CANDIDATES, alpha_from_objective, alpha_objective
 
 
 def _agreement(sizes, seed):
@@ -97,7 +97,7 @@ def test_bad_options_are_refused():
 
 
 def test_tail_ratios_known_answer():
-    from pulsnar_dask.alpha import tail_ratios
+    from pulsnar_dask.core.alpha import tail_ratios
 
     pos = np.arange(1, 11) / 10
     unl = np.array([0.55, 0.65, 0.95] + [0.05] * 7)
@@ -134,7 +134,7 @@ def test_tail_estimator_reads_the_share_at_the_top():
 def test_best_bin_known_answer():
     """Ten positives, ten unlabeled: the bound (q_u + c) / (q_p - c) is smallest at the
     threshold 0.7, and BBE reads q_u / q_p there."""
-    from pulsnar_dask.alpha import best_bin_ratios
+    from pulsnar_dask.core.alpha import best_bin_ratios
 
     pos = np.arange(1, 11) / 10
     unl = np.array([0.55, 0.65, 0.95] + [0.05] * 7)
@@ -158,7 +158,7 @@ def test_best_bin_is_unbiased_where_picking_a_bin_on_the_same_rows_is_not(weight
     time and its mean error within 0.004; read on the rows that chose the bin, the
     ratio is low on average (the bin is chosen where the positives' tail share is high
     by chance)."""
-    from pulsnar_dask.alpha import best_bin_ratios
+    from pulsnar_dask.core.alpha import best_bin_ratios
 
     errors = {"bbe": [], "same_rows": []}
     for seed in range(16):

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from pulsnar_dask.benchmarking import comparison_table, mean_ci, paper_mae, summarize_runs
+from pulsnar_dask.benchmarking import comparison_table, paper_mae, summarize_runs
+from pulsnar_dask.core.stats import mean_ci
 
 
 def test_mean_ci_is_a_t_interval():

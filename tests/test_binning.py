@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pulsnar_dask.binning import MAX_BINS, bin_count, nearest_power_of_two, raw_bin_count
+from pulsnar_dask.core.binning import MAX_BINS, bin_count, nearest_power_of_two, raw_bin_count
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from pulsnar_dask.calibration import (
+from pulsnar_dask.core.calibration import (
     calibrate,
     expected_calibration_error,
     flip_labels,
     flips_per_bin,
 )
-from pulsnar_dask.pu import combine_on_rows, relabel_top
+from pulsnar_dask.core.subproblem import combine_on_rows, relabel_top
 
 
 def test_flips_per_bin_sums_exactly_and_follows_the_histogram():
@@ -103,7 +103,7 @@ def test_expected_calibration_error_known_value():
 
 
 def test_reliability_curve_known_bins():
-    from pulsnar_dask.calibration import reliability_curve
+    from pulsnar_dask.core.calibration import reliability_curve
 
     y = np.array([0, 1, 1, 1, 0])
     p = np.array([0.1, 0.3, 0.9, 1.0, 0.8])
@@ -115,15 +115,16 @@ def test_reliability_curve_known_bins():
 
 
 def _subproblem(ids, labels, proba, alpha):
-    from pulsnar_dask.alpha import estimate_alpha
-    from pulsnar_dask.pu import SubproblemResult
+    from pulsnar_dask.core.alpha import estimate_alpha
+    from pulsnar_dask.core.subproblem import SubproblemResult
 
     est = estimate_alpha(proba, labels)
     return SubproblemResult(ids, labels, proba, replace(est, alpha=alpha))
 
 
 def test_calibrated_on_rows_one_subproblem_is_algorithm_3():
-    from pulsnar_dask.pu import PUConfig, calibrate_subproblem, calibrated_on_rows
+    from pulsnar_dask.core.config import PUConfig
+    from pulsnar_dask.core.subproblem import calibrate_subproblem, calibrated_on_rows
 
     rng = np.random.default_rng(0)
     labels = (rng.random(3000) < 0.3).astype(np.int8)
@@ -141,8 +142,9 @@ def test_calibrated_on_rows_one_subproblem_is_algorithm_3():
 def test_calibrated_on_rows_pu_fits_the_union_of_cluster_flips():
     """Two clusters share the unlabeled rows: the P+U fit keeps the mean of the union of
     the new labels (isotonic regression preserves it); rows in no subproblem stay NaN."""
-    from pulsnar_dask.calibration import relabeled
-    from pulsnar_dask.pu import PUConfig, calibrated_on_rows
+    from pulsnar_dask.core.calibration import relabeled
+    from pulsnar_dask.core.config import PUConfig
+    from pulsnar_dask.core.subproblem import calibrated_on_rows
 
     rng = np.random.default_rng(1)
     unl = np.arange(100, 2100)

@@ -191,7 +191,7 @@ def test_progress_goes_to_stderr_and_stdout_holds_only_the_summary(data, tmp_pat
 
 
 def test_headline_reads_the_summary():
-    from pulsnar_dask.engine import headline
+    from pulsnar_dask.dask_executor.engine import headline
 
     summary = {"alpha": 0.2718, "hidden_positives": 2718, "n_unlabeled": 10000,
                "method": "pulsnar", "n_clusters": 5, "alpha_identified": True}  # fmt: skip
@@ -386,9 +386,9 @@ def test_a_true_label_column_never_becomes_a_feature(tmp_path, caplog):
 def test_cli_choices_match_the_library_options():
     """The CLI spells some choices out (to keep its start-up imports light): they must
     be the library's."""
-    from pulsnar_dask.alpha import ALPHA_ESTIMATORS
     from pulsnar_dask.cli import build_parser
-    from pulsnar_dask.pu import PUConfig, config_dict
+    from pulsnar_dask.core.alpha import ALPHA_ESTIMATORS
+    from pulsnar_dask.core.config import PUConfig, config_dict
 
     run = build_parser()._subparsers._group_actions[0].choices["run"]
     actions = {a.dest: a for a in run._actions}

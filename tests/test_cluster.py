@@ -3,7 +3,7 @@
 import pytest
 from helpers import run_cli, small_snar
 
-from pulsnar_dask.cluster import ProcessCluster
+from pulsnar_dask.dask_executor.connect import ProcessCluster
 
 pytestmark = pytest.mark.cluster
 

@@ -6,7 +6,12 @@ from pathlib import Path
 import pytest
 from distributed import LocalCluster
 
-from pulsnar_dask.cluster import CLUSTER_TYPES, connect, load_cluster_config, make_cluster
+from pulsnar_dask.dask_executor.connect import (
+    CLUSTER_TYPES,
+    connect,
+    load_cluster_config,
+    make_cluster,
+)
 from pulsnar_dask.errors import UserError
 
 CONFIGS = Path(__file__).resolve().parents[1] / "cluster_configs"

@@ -3,7 +3,7 @@ import logging
 import numpy as np
 import pytest
 
-from pulsnar_dask.clustering import (
+from pulsnar_dask.core.mixture import (
     MIN_CLUSTER_SIZE,
     cluster_labels,
     clustering_matrix,
@@ -122,7 +122,8 @@ def test_mixture_falls_back_to_a_simpler_covariance_and_logs_it(caplog):
 
 
 def test_mixtures_fit_on_a_seeded_sample_of_many_positives():
-    from pulsnar_dask.pu import PUConfig, fit_mixture_size
+    from pulsnar_dask.core.config import PUConfig
+    from pulsnar_dask.core.subtypes import fit_mixture_size
 
     rng = np.random.default_rng(0)
     Z = np.r_[rng.normal(0, 1, (3000, 2)), rng.normal(8, 1, (3000, 2))]
@@ -139,7 +140,8 @@ def test_mixtures_fit_on_a_seeded_sample_of_many_positives():
 
 
 def test_min_cluster_size_is_a_share_of_the_positives_with_a_floor():
-    from pulsnar_dask.pu import PUConfig, min_cluster_size
+    from pulsnar_dask.core.config import PUConfig
+    from pulsnar_dask.core.subtypes import min_cluster_size
 
     assert min_cluster_size(PUConfig(min_cluster_fraction=0.02), 5000) == 100
     assert min_cluster_size(PUConfig(min_cluster_fraction=0.02), 60) == MIN_CLUSTER_SIZE
@@ -150,7 +152,7 @@ def test_min_cluster_size_is_a_share_of_the_positives_with_a_floor():
 
 
 def test_subtype_profiles_name_the_features_that_set_each_cluster_apart():
-    from pulsnar_dask.pu import subtype_profiles
+    from pulsnar_dask.core.subtypes import subtype_profiles
 
     # a: cluster 0 at 0, cluster 1 at 2 (mean 1, sd 1: -1 and +1 sd); b: constant (never
     # named); c: cluster 1 is [0, 0] and cluster 0 [3, 1] (mean 1, sd sqrt(1.5)); d: one

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pulsnar_dask.density import (
+from pulsnar_dask.core.density import (
     KernelSample,
     beta_kernel_density,
     histogram_density,

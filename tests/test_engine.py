@@ -7,7 +7,7 @@ from distributed import Client, LocalCluster
 from helpers import small_snar
 
 from pulsnar_dask import PULSNAR
-from pulsnar_dask.engine import run_job
+from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.io import read_pu_parquet
 
 
@@ -95,7 +95,7 @@ def test_unknown_engine_and_method(client, data):
 
 
 def test_unlabeled_cap_runs_in_both_engines(client, data):
-    from pulsnar_dask.pu import PUConfig
+    from pulsnar_dask.core.config import PUConfig
 
     puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     capped = PUConfig(max_unlabeled_ratio=2.0)

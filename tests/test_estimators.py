@@ -4,7 +4,7 @@ import pytest
 from sklearn.base import clone
 
 from pulsnar_dask import PULSCAR, PULSNAR, estimate_alpha, make_pu_data
-from pulsnar_dask.metrics import classification_metrics
+from pulsnar_dask.core.metrics import classification_metrics
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,8 @@ def test_bad_options():
 
 
 def test_importance_gain_is_row_order_free_and_caps_the_unlabeled():
-    from pulsnar_dask.pu import PUConfig, importance_gain
+    from pulsnar_dask.core.config import PUConfig
+    from pulsnar_dask.core.subtypes import importance_gain
 
     d = make_pu_data("scar", 100, 2000, 5, 0.2, class_sep=1.0, random_state=0)
     ids = np.arange(d.label.size) * 7 + 3

@@ -6,8 +6,8 @@ import sys
 
 from distributed import Client
 
-from pulsnar_dask.cluster import make_cluster
-from pulsnar_dask.forkserver import start_fork_server
+from pulsnar_dask.dask_executor.connect import make_cluster
+from pulsnar_dask.dask_executor.forkserver import start_fork_server
 
 
 def _on_workers(client: Client, expression: str) -> list:

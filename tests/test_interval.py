@@ -1,10 +1,11 @@
-"""The default 95% interval of alpha (pulsnar_dask.interval)."""
+"""The default 95% interval of alpha (pulsnar_dask.core.interval)."""
 
 import numpy as np
 import pytest
 
-from pulsnar_dask.interval import INTERVAL_READERS, Z_95, alpha_interval
-from pulsnar_dask.pu import PUConfig, estimate_subproblem, read_alpha
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.interval import INTERVAL_READERS, Z_95, alpha_interval
+from pulsnar_dask.core.subproblem import estimate_subproblem, read_alpha
 
 
 def beta_mixture(alpha: float, n_pos: int, n_unl: int, seed: int, pos_ids=None):
@@ -114,7 +115,7 @@ def test_interval_refuses_mismatched_unlabeled_rows_and_too_few_resamples():
 
 @pytest.mark.parametrize("reader", ["kernel", "tail", "bbe"])
 def test_alpha_alone_is_what_the_full_reading_gives(reader):
-    from pulsnar_dask.pu import alpha_value
+    from pulsnar_dask.core.subproblem import alpha_value
 
     config = PUConfig(alpha_estimator=reader)
     p_pos, p_unl = beta_mixture(0.25, 300, 1500, seed=4)

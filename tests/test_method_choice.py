@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
-from pulsnar_dask.pu import SCAR_MIX_DISTANCE, choose_method, subtype_mix_distance
+from pulsnar_dask.core.subtypes import SCAR_MIX_DISTANCE, choose_method, subtype_mix_distance
 
 
 def test_subtype_mix_distance_known_answers():
@@ -61,7 +61,7 @@ def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
 
 def two_subtypes_labeled_at_random():
     """Positives in two separated blobs, 30% of each hidden at random; negatives apart."""
-    from pulsnar_dask.realdata import scar_pu_data
+    from pulsnar_dask.datasets.realdata import scar_pu_data
 
     rng = np.random.default_rng(4)
     centres = np.array([[3.0, 3.0, 0, 0], [-3.0, 3.0, 0, 0], [0.0, -3.0, 0, 0]])

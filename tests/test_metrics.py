@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from pulsnar_dask.metrics import classification_metrics
+from pulsnar_dask.core.metrics import classification_metrics
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -1,9 +1,9 @@
-"""PU constructions of the real-data benchmarks (pulsnar_dask.realdata)."""
+"""PU constructions of the real-data benchmarks (pulsnar_dask.datasets.realdata)."""
 
 import numpy as np
 import pytest
 
-from pulsnar_dask.realdata import (
+from pulsnar_dask.datasets.realdata import (
     MAX_HIDDEN_SHARE,
     REAL_SETS,
     hidden_counts,
@@ -66,7 +66,13 @@ def test_registry_names_each_set_once_with_a_scenario():
 
 
 def test_readers_parse_each_file_format(tmp_path):
-    from pulsnar_dask.realdata import read_avila, read_bank, read_gas, read_grid, read_mushroom
+    from pulsnar_dask.datasets.realdata import (
+        read_avila,
+        read_bank,
+        read_gas,
+        read_grid,
+        read_mushroom,
+    )
 
     (tmp_path / "avila-tr.txt").write_text("0.1,0.2,A\n0.3,-0.4,F\n")
     (tmp_path / "avila-ts.txt").write_text("0.5,0.6,B\n")

@@ -8,7 +8,7 @@ import pytest
 from helpers import start_cli, wait_for_text
 
 from pulsnar_dask import PULSNAR, make_pu_data
-from pulsnar_dask.cluster import ProcessCluster
+from pulsnar_dask.dask_executor.connect import ProcessCluster
 from pulsnar_dask.io import write_pu_parquet
 
 pytestmark = pytest.mark.cluster

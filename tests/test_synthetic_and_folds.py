@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from pulsnar_dask import make_pu_data
-from pulsnar_dask.folds import assign_folds
+from pulsnar_dask.core.folds import assign_folds
 
 
 def test_snar_data_has_the_papers_composition():
@@ -53,7 +53,7 @@ def test_folds_need_at_least_two():
 
 
 def test_unlabeled_subsample_keeps_positives_and_the_ratio():
-    from pulsnar_dask.folds import unlabeled_subsample
+    from pulsnar_dask.core.folds import unlabeled_subsample
 
     rng = np.random.default_rng(1)
     ids = rng.permutation(100_000)[:5000]
@@ -75,7 +75,7 @@ def _class_counts(chunks):
 
 @pytest.mark.parametrize("scenario,alpha", [("snar", 0.3), ("snar", 0.05), ("scar", 0.2)])
 def test_chunked_generator_has_the_papers_composition(scenario, alpha):
-    from pulsnar_dask.synthetic import iter_pu_chunks
+    from pulsnar_dask.datasets.synthetic import iter_pu_chunks
 
     paper = make_pu_data(scenario, 1000, 3000, 6, alpha, random_state=2)
     chunks = list(iter_pu_chunks(scenario, 1000, 3000, 6, alpha, chunk_rows=900, random_state=2))
@@ -90,7 +90,7 @@ def test_chunked_generator_has_the_papers_composition(scenario, alpha):
 
 def test_chunked_generator_draws_make_classifications_distribution():
     """Class means on distinct hypercube vertices (+-class_sep); covariance factors' A^T A."""
-    from pulsnar_dask.synthetic import ClassModel
+    from pulsnar_dask.datasets.synthetic import ClassModel
 
     rng = np.random.default_rng(0)
     model = ClassModel.create(6, 4, 0.7, rng)

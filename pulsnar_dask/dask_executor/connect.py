@@ -26,8 +26,8 @@ import dask
 import yaml
 from distributed import Client, LocalCluster
 
-from .errors import UserError
-from .forkserver import start_fork_server
+from pulsnar_dask.dask_executor.forkserver import start_fork_server
+from pulsnar_dask.errors import UserError
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ spans all three:
    subproblem's labeled positives drawn within it) gives each reading a standard
    deviation ``sd``;
 2. the reader: alpha read with the kernel objective and with the tail ratios
-   (:mod:`pulsnar_dask.alpha`), whose biases differ, and with the configured reader if it
+   (:mod:`pulsnar_dask.core.alpha`), whose biases differ, and with the configured reader if it
    is another;
 3. the labeling assumption: PULSNAR's clusters and PULSCAR, where both were computed
    (``method="auto"`` with more than one cluster).
@@ -29,8 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .benchmarking import mean_ci
-from .pu import PUConfig, SubproblemResult, alpha_value
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.stats import mean_ci
+from pulsnar_dask.core.subproblem import SubproblemResult, alpha_value
 
 INTERVAL_READERS = ("kernel", "tail")
 Z_95 = 1.959963984540054

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .binning import BIN_METHODS, bin_count
-from .density import (
+from pulsnar_dask.core.binning import BIN_METHODS, bin_count
+from pulsnar_dask.core.density import (
     BANDWIDTH_BOUNDS,
     DEFAULT_FINE_BINS,
     KernelSample,

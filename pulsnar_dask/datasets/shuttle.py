@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .synthetic import PUData
+from pulsnar_dask.datasets.synthetic import PUData
 
 NEGATIVE_CLASS = 1
 LARGE_CLASSES = (4, 5)

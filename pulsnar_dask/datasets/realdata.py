@@ -1,7 +1,7 @@
 """Real UCI data sets as PU benchmarks, built the way the reference's example scripts build them.
 
 Readers return ``(X, classes)`` with ``X`` float32 and ``classes`` integer codes; the
-PU constructions turn them into :class:`~pulsnar_dask.synthetic.PUData`:
+PU constructions turn them into :class:`~pulsnar_dask.datasets.synthetic.PUData`:
 
 - :func:`snar_pu_data` (the reference's SNAR scripts): one class is negative, the others
   are positive subtypes. The unlabeled rows are every negative plus
@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .shuttle import read_shuttle, shuttle_pu_data
-from .synthetic import PUData
+from pulsnar_dask.datasets.shuttle import read_shuttle, shuttle_pu_data
+from pulsnar_dask.datasets.synthetic import PUData
 
 # A class hides at most this share of its rows, so every subtype keeps labeled examples.
 MAX_HIDDEN_SHARE = 0.9

@@ -29,41 +29,42 @@ import numpy as np
 import pandas as pd
 from distributed import Client, Future, progress, wait
 
-from .alpha import AlphaEstimate
-from .benchmarking import mean_ci
-from .clustering import cluster_labels, clustering_matrix
-from .errors import UserError
-from .folds import (
+from pulsnar_dask.core.alpha import AlphaEstimate
+from pulsnar_dask.core.config import PUConfig, config_dict
+from pulsnar_dask.core.folds import (
     assign_folds,
     folds_from_hashes,
     sorted_label_hashes,
     subsample_threshold,
     trainable_rows,
 )
-from .interval import AlphaInterval, alpha_interval
-from .io import PUFrame
-from .metrics import classification_metrics
-from .pu import (
-    PUConfig,
+from pulsnar_dask.core.interval import AlphaInterval, alpha_interval
+from pulsnar_dask.core.metrics import classification_metrics
+from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
+from pulsnar_dask.core.scoring import booster_params, fold_probabilities
+from pulsnar_dask.core.stats import mean_ci
+from pulsnar_dask.core.subproblem import (
     SubproblemResult,
     calibrated_on_rows,
     canonical_subproblem,
     check_subproblem,
+    combine_on_rows,
+    estimate_subproblem,
+    improved_probabilities,
+)
+from pulsnar_dask.core.subtypes import (
     choose_method,
     choose_mixture,
-    combine_on_rows,
-    config_dict,
-    estimate_subproblem,
     fit_mixture_size,
     importance_gain,
-    improved_probabilities,
     make_clustering,
     min_cluster_size,
     mixture_sizes,
     select_features,
     subtype_profiles,
 )
-from .scoring import booster_params, fold_probabilities
+from pulsnar_dask.errors import UserError
+from pulsnar_dask.io import PUFrame
 
 logger = logging.getLogger(__name__)
 
@@ -118,10 +119,10 @@ class JobResult:
         With ``method="auto"``: why ``method`` was chosen (:func:`choose_method`).
     profiles : list or None
         PULSNAR: what sets each cluster of positives apart
-        (:func:`~pulsnar_dask.pu.subtype_profiles`); ``None`` for PULSCAR.
+        (:func:`~pulsnar_dask.core.subtypes.subtype_profiles`); ``None`` for PULSCAR.
     alpha_interval : AlphaInterval or None
         The default 95% interval of alpha and the readings it spans
-        (:mod:`pulsnar_dask.interval`); ``None`` with ``interval_resamples=0``.
+        (:mod:`pulsnar_dask.core.interval`); ``None`` with ``interval_resamples=0``.
     settings : dict
         What was asked for: method, seed, iterations, calibration, classification,
         engine, the number of feature columns, and every :class:`PUConfig` field.
@@ -495,7 +496,7 @@ def run_job(
         The lazy input (see :func:`pulsnar_dask.io.read_pu_parquet`).
     method : {"auto", "pulscar", "pulsnar"}
         ``auto`` clusters the positives as PULSNAR does, runs PULSCAR beside the cluster
-        subproblems, and keeps one of the two by :func:`~pulsnar_dask.pu.choose_method`.
+        subproblems, and keeps one of the two by :func:`~pulsnar_dask.core.subtypes.choose_method`.
     config : PUConfig or None
         Settings; ``None`` uses the method's defaults.
     seed : int

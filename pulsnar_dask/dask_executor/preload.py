@@ -14,6 +14,6 @@ import gc
 import distributed  # noqa: F401
 import xgboost  # noqa: F401
 
-import pulsnar_dask.engine  # noqa: F401
+import pulsnar_dask.dask_executor.engine  # noqa: F401
 
 gc.freeze()

@@ -10,8 +10,9 @@ and Windows has no fork; elsewhere Dask's spawn stays.
 
 A forked worker inherits the server's environment, not the client's, so the server
 starts with the variables Dask's nanny sets before spawning a worker (one BLAS thread,
-the fixed hash seed), and :func:`pulsnar_dask.cluster.make_cluster` hands each nanny the
-client's environment of the moment.
+the fixed hash seed), and
+:func:`pulsnar_dask.dask_executor.connect.make_cluster` hands each nanny the client's
+environment of the moment.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 
-PRELOAD = "pulsnar_dask.preload"
+PRELOAD = "pulsnar_dask.dask_executor.preload"
 
 
 def start_fork_server() -> bool:
     """Start (once) the fork server that local workers are forked from.
 
-    It imports :mod:`pulsnar_dask.preload` in the background; this call does not wait
+    It imports :mod:`pulsnar_dask.dask_executor.preload` in the background; this call does not wait
     for it.
 
     Returns

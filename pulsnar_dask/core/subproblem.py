@@ -1,0 +1,281 @@
+"""One PULSCAR subproblem on in-memory arrays: out-of-fold XGBoost probabilities,
+alpha read from them, calibration with that alpha, and the retrain on recovered
+labels."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from pulsnar_dask.core.alpha import (
+    AlphaEstimate,
+    best_bin_alpha,
+    estimate_alpha,
+    tail_alpha,
+)
+from pulsnar_dask.core.calibration import (
+    calibrate,
+    fit_calibration,
+    relabeled,
+)
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.folds import assign_folds, unlabeled_subsample
+from pulsnar_dask.core.metrics import roc_auc
+from pulsnar_dask.core.scoring import (
+    booster_params,
+    out_of_fold_probabilities,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SubproblemResult:
+    """Out-of-fold probabilities and alpha of one PULSCAR problem.
+
+    Attributes
+    ----------
+    row_ids : ndarray of shape (n,)
+        Row ids, in canonical (ascending) order.
+    labels : ndarray of int8 of shape (n,)
+    probabilities : ndarray of shape (n,)
+        Out-of-fold probabilities, aligned with ``row_ids``.
+    estimate : AlphaEstimate
+    """
+
+    row_ids: np.ndarray
+    labels: np.ndarray
+    probabilities: np.ndarray
+    estimate: AlphaEstimate
+
+    @property
+    def alpha(self) -> float:
+        return self.estimate.alpha
+
+    @property
+    def n_positive(self) -> int:
+        """Labeled positives in the subproblem (the cluster's size for PULSNAR)."""
+        return int(np.sum(self.labels == 1))
+
+    @property
+    def pu_auc(self) -> float:
+        """ROC AUC of the probabilities for labeled positives against unlabeled rows: how
+        well the classifier separates them (0.5: not at all)."""
+        return roc_auc(self.labels == 1, self.probabilities)
+
+
+def check_subproblem(labels: np.ndarray, config: PUConfig) -> None:
+    """Refuse a subproblem with fewer positives or unlabeled rows than folds."""
+    n_pos = int(np.sum(labels == 1))
+    n_unl = int(np.size(labels)) - n_pos
+    if n_pos < config.n_folds or n_unl < config.n_folds:
+        raise ValueError(
+            f"{n_pos} positives and {n_unl} unlabeled rows: each needs at least "
+            f"n_folds={config.n_folds}"
+        )
+
+
+def read_alpha(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: int) -> AlphaEstimate:
+    """Read alpha from out-of-fold probabilities with the settings of ``config``."""
+    return estimate_alpha(
+        proba,
+        labels,
+        bin_method=config.bin_method,
+        region=config.alpha_region,
+        bandwidth_search=config.bandwidth_search,
+        bandwidth_error=config.bandwidth_error,
+        bandwidth_bounds=config.bandwidth_bounds,
+        kernel_normalization=config.kernel_normalization,
+        exact=config.exact_density,
+        random_state=seed,
+        estimator=config.alpha_estimator,
+        tail_fraction=config.tail_fraction,
+    )
+
+
+def alpha_value(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: int) -> float:
+    """Alpha alone, as :func:`read_alpha` reads it, without the densities kept for plots
+    where the reader does not need them (``tail``, ``bbe``): what resamples need."""
+    if config.alpha_estimator == "tail":
+        return tail_alpha(proba, labels, config.tail_fraction)
+    if config.alpha_estimator == "bbe":
+        return best_bin_alpha(proba, labels, random_state=seed)
+    return read_alpha(proba, labels, config, seed).alpha
+
+
+def estimate_subproblem(
+    row_ids: np.ndarray, labels: np.ndarray, proba: np.ndarray, config: PUConfig, seed: int
+) -> SubproblemResult:
+    """Estimate alpha from a subproblem's out-of-fold probabilities."""
+    return SubproblemResult(row_ids, labels, proba, read_alpha(proba, labels, config, seed))
+
+
+def canonical_subproblem(
+    X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Put a subproblem's rows in canonical order (by row id), check it, and assign folds.
+
+    Returns
+    -------
+    (X, labels, row_ids, folds, trainable)
+        Sorted by row id; ``labels`` as int8, ``folds`` from :func:`assign_folds`,
+        ``trainable`` from :func:`unlabeled_subsample` (``None``: every row).
+    """
+    order = np.argsort(row_ids, kind="stable")
+    labels = np.asarray(labels)[order].astype(np.int8)
+    check_subproblem(labels, config)
+    row_ids = np.asarray(row_ids)[order]
+    return (
+        X[order],
+        labels,
+        row_ids,
+        assign_folds(row_ids, labels, config.n_folds, seed),
+        unlabeled_subsample(row_ids, labels, config.max_unlabeled_ratio, seed),
+    )
+
+
+def run_subproblem(
+    X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
+) -> SubproblemResult:
+    """Score rows with cross-validated XGBoost and estimate alpha (one PULSCAR problem).
+
+    Rows are first put in canonical order (by row id), so the result does not depend on
+    the order they arrive in.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    labels : ndarray of shape (n,)
+        1 labeled positive, 0 unlabeled.
+    row_ids : ndarray of shape (n,)
+        Unique row ids.
+    config : PUConfig
+    seed : int
+        Seed of the folds and of XGBoost.
+
+    Returns
+    -------
+    SubproblemResult
+    """
+    X, labels, row_ids, folds, trainable = canonical_subproblem(X, labels, row_ids, config, seed)
+    params = booster_params(config.xgb_params, seed, config.n_threads)
+    proba = out_of_fold_probabilities(X, labels, folds, params, config.n_rounds, trainable)
+    return estimate_subproblem(row_ids, labels, proba, config, seed)
+
+
+def calibrate_subproblem(result: SubproblemResult, config: PUConfig, seed: int) -> np.ndarray:
+    """Return calibrated probabilities of a subproblem's rows (Algorithm 3)."""
+    return calibrate(
+        result.probabilities,
+        result.labels,
+        result.alpha,
+        method=config.calibration_method,
+        data=config.calibration_data,
+        random_state=seed,
+    )
+
+
+def calibrated_on_rows(
+    row_ids: np.ndarray, subproblems: list[SubproblemResult], config: PUConfig, seed: int
+) -> np.ndarray:
+    """Calibrated probabilities of every row from one or more subproblems (Algorithm 3).
+
+    ``U`` data: each subproblem is calibrated on its unlabeled rows with its alpha and the
+    results combined as ``1 - prod_c (1 - p_c)`` (the paper). ``PU`` data: each subproblem
+    flips its unlabeled rows with its alpha, and one regression of the union of the new
+    labels on the combined probabilities is fitted over all rows. For a single
+    subproblem the two readings coincide; for PULSNAR's clusters the per-cluster P+U fits
+    rate labeled positives against their own cluster's small share of the rows, and the
+    single fit halves the expected calibration error on the paper's SNAR data
+    (benchmarks/results/README.md).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Calibrated probabilities aligned with ``row_ids``; NaN for rows in no subproblem.
+    """
+    if config.calibration_data == "U":
+        return combine_on_rows(
+            row_ids, [(r.row_ids, calibrate_subproblem(r, config, seed)) for r in subproblems]
+        )
+    raw = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in subproblems])
+    new_labels = combine_on_rows(
+        row_ids,
+        [
+            (r.row_ids, relabeled(r.probabilities, r.labels, r.alpha, random_state=seed))
+            for r in subproblems
+        ],
+    )  # 1 - prod(1 - l) of 0/1 labels: the union
+    out = np.full(len(row_ids), np.nan)
+    seen = np.isfinite(raw)
+    out[seen] = fit_calibration(raw[seen], new_labels[seen], None, config.calibration_method)
+    return out
+
+
+def combine_on_rows(row_ids: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Combine per-subproblem probabilities onto all rows: ``1 - prod_c (1 - p_c)``.
+
+    Parameters
+    ----------
+    row_ids : ndarray of shape (n,)
+        The rows to report, in the order wanted.
+    parts : list of (ids, probabilities)
+        Each subproblem's row ids and probabilities.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Combined probability; NaN for rows in no subproblem.
+    """
+    complement = np.ones(len(row_ids))
+    seen = np.zeros(len(row_ids), dtype=bool)
+    sorter = np.argsort(row_ids, kind="stable")
+    for ids, proba in parts:
+        idx = sorter[np.searchsorted(row_ids, ids, sorter=sorter)]
+        complement[idx] *= 1.0 - proba
+        seen[idx] = True
+    out = 1.0 - complement
+    out[~seen] = np.nan
+    return out
+
+
+def relabel_top(labels: np.ndarray, calibrated: np.ndarray, alpha: float) -> np.ndarray:
+    """Relabel the ``round(alpha |U|)`` most probable unlabeled rows positive (Algorithm 4).
+
+    Returns
+    -------
+    ndarray of int8
+        New 0/1 labels.
+    """
+    y = np.asarray(labels).astype(np.int8).copy()
+    unlabeled = np.flatnonzero(y == 0)
+    n_flip = int(np.round(alpha * unlabeled.size))
+    if n_flip:
+        scores = np.nan_to_num(np.asarray(calibrated)[unlabeled], nan=0.0)
+        top = unlabeled[np.argsort(-scores, kind="stable")[:n_flip]]
+        y[top] = 1
+    return y
+
+
+def improved_probabilities(
+    X: np.ndarray,
+    labels: np.ndarray,
+    row_ids: np.ndarray,
+    calibrated: np.ndarray,
+    alpha: float,
+    config: PUConfig,
+    seed: int,
+) -> np.ndarray:
+    """Retrain cross-validated XGBoost on recovered labels (Algorithm 4).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Out-of-fold probabilities of the retrained classifier, in the input row order.
+    """
+    new_labels = relabel_top(labels, calibrated, alpha)
+    folds = assign_folds(row_ids, new_labels, config.n_folds, seed)
+    params = booster_params(config.xgb_params, seed, config.n_threads)
+    return out_of_fold_probabilities(X, new_labels, folds, params, config.n_rounds)

@@ -1,0 +1,305 @@
+"""The positives' subtypes (PULSNAR): importance features, Gaussian mixtures of the
+positives, the cluster count, what sets each subtype apart, and the SCAR/SNAR
+choice from the clusters' alphas."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.folds import unlabeled_subsample
+from pulsnar_dask.core.mixture import (
+    MIN_CLUSTER_SIZE,
+    MixtureFit,
+    fit_mixture,
+    important_features,
+    select_n_clusters,
+)
+from pulsnar_dask.core.scoring import (
+    booster_params,
+    gain_importance,
+)
+
+logger = logging.getLogger(__name__)
+
+# Features named per positive subtype in the summary and report.
+SUBTYPE_FEATURES = 3
+
+
+def mixture_random_state(n_components: int, seed: int) -> int:
+    """Seed of the mixture with ``n_components`` components (reference: ``100 + n``)."""
+    return 100 + n_components + 1000 * seed
+
+
+def importance_gain(
+    X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
+) -> np.ndarray:
+    """Gain importance of XGBoost on every positive and the capped unlabeled rows.
+
+    Rows are taken in canonical (row id) order and the unlabeled ones subsampled as in
+    the subproblems (``config.max_unlabeled_ratio``), so the model does not depend on row
+    order and its cost does not grow with the unlabeled rows beyond the cap.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+        Average gain per feature; 0 for features never split on.
+    """
+    labels = np.asarray(labels)
+    order = np.argsort(row_ids, kind="stable")
+    keep = unlabeled_subsample(
+        np.asarray(row_ids)[order], labels[order], config.max_unlabeled_ratio, seed
+    )
+    rows = order if keep is None else order[keep]
+    params = booster_params(config.xgb_params, seed, config.n_threads)
+    return gain_importance(X[rows], labels[rows], params, config.n_rounds)
+
+
+def fit_mixture_size(Z: np.ndarray, n_components: int, config: PUConfig, seed: int) -> MixtureFit:
+    """Fit the mixture of one size for the BIC curve (one task of the fan-out).
+
+    With more than ``config.max_cluster_rows`` positives the mixture is fitted (and its
+    BIC taken) on that many of them, drawn with the seed; every positive is assigned
+    afterwards by :func:`pulsnar_dask.core.mixture.cluster_labels`.
+    """
+    if config.max_cluster_rows is not None and len(Z) > config.max_cluster_rows:
+        rng = np.random.default_rng(seed)
+        Z = Z[np.sort(rng.choice(len(Z), config.max_cluster_rows, replace=False))]
+    return fit_mixture(
+        Z,
+        n_components,
+        covariance_type=config.covariance_type,
+        random_state=mixture_random_state(n_components, seed),
+    )
+
+
+@dataclass(frozen=True)
+class Clustering:
+    """How PULSNAR split the labeled positives.
+
+    Attributes
+    ----------
+    n_clusters : int
+        Number of clusters (the mixture's components once small ones are merged).
+    mixture_components : int
+        Components of the chosen mixture.
+    labels : ndarray of int of shape (n_positives,)
+        Cluster of each positive, 0 = largest.
+    bic : ndarray of shape (M,)
+        BIC for 1..M components (empty when the count was fixed).
+    cluster_features : ndarray of int
+        Features the positives were clustered on (top by gain).
+    model_features : ndarray of int
+        Features with non-zero gain, used by the subproblems.
+    gain : ndarray of shape (n_features,)
+    profiles : list of list of dict
+        What sets each cluster apart (:func:`subtype_profiles`).
+    """
+
+    n_clusters: int
+    mixture_components: int
+    labels: np.ndarray
+    bic: np.ndarray
+    cluster_features: np.ndarray
+    model_features: np.ndarray
+    gain: np.ndarray
+    profiles: list[list[dict[str, Any]]]
+
+
+def select_features(gain: np.ndarray, config: PUConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Return (model features, clustering features) from the importance model's gains.
+
+    Model features have non-zero gain, by decreasing gain; the positives are clustered on
+    the first ``config.max_cluster_features`` of them.
+
+    Raises
+    ------
+    ValueError
+        If no feature has non-zero gain (the classifier found nothing to split on).
+    """
+    model_features = important_features(gain)
+    if model_features.size == 0:
+        raise ValueError("the importance model used no feature: positives and unlabeled look alike")
+    return model_features, model_features[: config.max_cluster_features]
+
+
+def choose_mixture(fits: list[MixtureFit], config: PUConfig) -> tuple[MixtureFit, np.ndarray]:
+    """Pick the mixture: the fixed-size one, or the BIC curve's choice.
+
+    Parameters
+    ----------
+    fits : list of MixtureFit
+        Mixtures of sizes ``1..M`` (BIC curve), or the single fixed-size mixture.
+
+    Returns
+    -------
+    (MixtureFit, ndarray)
+        The chosen mixture and the BIC curve (empty when the count was fixed).
+    """
+    if config.n_clusters is not None:
+        return fits[0], np.array([])
+    bic = np.array([f.bic for f in fits])
+    return fits[select_n_clusters(bic, config.cluster_selection) - 1], bic
+
+
+def make_clustering(
+    chosen: MixtureFit,
+    bic: np.ndarray,
+    labels: np.ndarray,
+    gain: np.ndarray,
+    model_features: np.ndarray,
+    cluster_features: np.ndarray,
+    profiles: list[list[dict[str, Any]]],
+) -> Clustering:
+    """Record the clustering of the positives (``labels`` from :func:`cluster_labels`,
+    ``profiles`` from :func:`subtype_profiles`)."""
+    n_clusters = int(labels.max()) + 1
+    sizes = np.bincount(labels, minlength=n_clusters)
+    logger.info("PULSNAR: %d clusters of positives, sizes %s", n_clusters, sizes.tolist())
+    if n_clusters < chosen.n_components:
+        logger.info(
+            "merged %d small mixture component(s) into their most probable neighbours",
+            chosen.n_components - n_clusters,
+        )
+    return Clustering(
+        n_clusters,
+        chosen.n_components,
+        labels,
+        bic,
+        cluster_features,
+        model_features,
+        gain,
+        profiles,
+    )
+
+
+def subtype_profiles(
+    X: np.ndarray, labels: np.ndarray, names: list[str], top: int = SUBTYPE_FEATURES
+) -> list[list[dict[str, Any]]]:
+    """What sets each cluster of positives apart from the positives as a whole.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_positives, n_features)
+        The positives' values of the features they were clustered on.
+    labels : ndarray of int of shape (n_positives,)
+        Cluster of each positive (0 = largest).
+    names : list of str
+        Feature names, one per column of ``X``.
+    top : int
+        Features kept per cluster.
+
+    Returns
+    -------
+    list of list of dict
+        Per cluster, up to ``top`` dicts ``{"feature": name, "difference_sd": d}``, the
+        largest ``|d|`` first: ``d`` is the cluster's mean minus the mean over all
+        positives, in standard deviations of all positives (positive: higher in this
+        cluster), rounded to 0.01. Missing values are left out of the means; features
+        constant over the positives are never named.
+    """
+    X = np.asarray(X, dtype=float)
+    labels = np.asarray(labels)
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns give NaN
+        mean = np.nanmean(X, axis=0)
+        sd = np.nanstd(X, axis=0)
+        out = []
+        for c in range(int(labels.max()) + 1 if labels.size else 0):
+            d = (np.nanmean(X[labels == c], axis=0) - mean) / sd
+            d[~(sd > 0) | ~np.isfinite(d)] = np.nan
+            order = np.argsort(-np.nan_to_num(np.abs(d), nan=-1.0), kind="stable")[:top]
+            out.append(
+                [
+                    {"feature": names[i], "difference_sd": round(float(d[i]), 2)}
+                    for i in order
+                    if np.isfinite(d[i])
+                ]
+            )
+    return out
+
+
+def min_cluster_size(config: PUConfig, n_positives: int) -> int:
+    """Fewest positives a PULSNAR cluster may keep (see :func:`cluster_labels`)."""
+    return max(MIN_CLUSTER_SIZE, int(np.ceil(config.min_cluster_fraction * n_positives)))
+
+
+def mixture_sizes(config: PUConfig, n_positives: int) -> list[int]:
+    """Mixture sizes to fit: the fixed count, or ``1..max_clusters`` (capped by positives)."""
+    if config.n_clusters is not None:
+        return [config.n_clusters]
+    return list(range(1, min(config.max_clusters, max(1, n_positives // 2)) + 1))
+
+
+# Subtype-mix distance below which ``method="auto"`` keeps PULSCAR (see choose_method).
+SCAR_MIX_DISTANCE = 0.1
+
+
+# Clusters below this share of the positives are left out of the subtype-mix distance.
+MIX_MIN_SHARE = 0.02
+
+
+def subtype_mix_distance(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) -> float:
+    """How far the hidden positives' subtype mix is from the labeled positives'.
+
+    Total variation distance between each cluster's share of the hidden positives
+    (``alpha_c / sum(alpha)``) and its share of the labeled positives (``n_c / n``). When
+    positives were labeled at random (SCAR) every cluster hides positives in proportion
+    to its labeled ones and the distance is near 0; the SNAR benchmarks give 0.12-0.8.
+    Clusters holding less than ``MIX_MIN_SHARE`` of the positives are left out: a few
+    dozen positives read a share of the unlabeled rows too noisily to weigh.
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0 for fewer than two clusters or when no positive is hidden anywhere.
+    """
+    alphas = np.clip(np.asarray(cluster_alphas, dtype=float), 0.0, None)
+    sizes = np.asarray(cluster_sizes, dtype=float)
+    keep = sizes >= MIX_MIN_SHARE * sizes.sum()
+    alphas, sizes = alphas[keep], sizes[keep]
+    if alphas.size < 2 or alphas.sum() <= 0:
+        return 0.0
+    return float(0.5 * np.abs(alphas / alphas.sum() - sizes / sizes.sum()).sum())
+
+
+def choose_method(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) -> tuple[str, dict]:
+    """Decide between PULSCAR and PULSNAR from PULSNAR's clusters (``method="auto"``).
+
+    PULSCAR when the positives form one cluster, or when the clusters hide positives in
+    proportion to their labeled ones (:func:`subtype_mix_distance` below
+    ``SCAR_MIX_DISTANCE``): the data look SCAR, and one subproblem over all positives
+    reads alpha with less noise than a sum over clusters. PULSNAR otherwise.
+
+    Returns
+    -------
+    (method, evidence)
+        ``"pulscar"`` or ``"pulsnar"``, and a JSON-ready dict: ``n_clusters``,
+        ``subtype_mix_distance``, ``threshold`` and ``reason``.
+    """
+    distance = subtype_mix_distance(cluster_alphas, cluster_sizes)
+    n_clusters = int(np.size(cluster_sizes))
+    if n_clusters == 1:
+        method, reason = "pulscar", "the positives form one cluster"
+    elif distance < SCAR_MIX_DISTANCE:
+        method, reason = (
+            "pulscar",
+            "the clusters hide positives in proportion to their labeled ones (SCAR)",
+        )
+    else:
+        method, reason = (
+            "pulsnar",
+            "the hidden positives' subtype mix differs from the labeled ones' (SNAR)",
+        )
+    evidence = {
+        "n_clusters": n_clusters,
+        "subtype_mix_distance": round(distance, 4),
+        "threshold": SCAR_MIX_DISTANCE,
+        "reason": reason,
+    }
+    return method, evidence

@@ -1,0 +1,1 @@
+"""The Dask side: the distributed engine, connecting to clusters, worker start-up."""
