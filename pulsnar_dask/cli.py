@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pulsnar_dask.core.binning import BIN_METHODS
 from pulsnar_dask.dask_executor.forkserver import start_fork_server
-from pulsnar_dask.errors import UserError
+from pulsnar_dask.errors import PUError
 
 logger = logging.getLogger("pulsnar_dask")
 
@@ -62,7 +62,7 @@ def _fraction(text: str) -> float:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, like every user error
-        raise UserError(f"{self.prog}: {message}")
+        raise PUError(f"{self.prog}: {message}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -190,7 +190,7 @@ def _synth(args: argparse.Namespace) -> None:
 
     out = Path(args.out)
     if out.exists() and not args.overwrite:
-        raise UserError(f"{out} already exists; pass --overwrite to replace it")
+        raise PUError(f"{out} already exists; pass --overwrite to replace it")
     generator = args.generator
     if generator == "auto":
         size = paper_generator_bytes(
@@ -231,7 +231,7 @@ def _synth(args: argparse.Namespace) -> None:
             )
         n_rows, true_alpha = write_pu_parquet(chunks, out)
     except ValueError as exc:
-        raise UserError(f"cannot generate this data: {exc}") from None
+        raise PUError(f"cannot generate this data: {exc}") from None
     print(f"wrote {n_rows} rows to {out} (true alpha {true_alpha:.4f}, {generator} generator)")
 
 
@@ -277,7 +277,7 @@ def _run(args: argparse.Namespace) -> dict:
             try:
                 import bokeh  # noqa: F401 - Dask's performance report renders with bokeh
             except ImportError:
-                raise UserError(
+                raise PUError(
                     "--performance-report needs bokeh: pip install 'pulsnar-dask[diagnostics]'"
                 ) from None
         report_context = (
@@ -384,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _synth(args)
             return 0
         summary = _run(args) if args.command == "run" else _demo(args)
-    except UserError as exc:
+    except PUError as exc:
         if debug:
             traceback.print_exc()
         print("error: " + " ".join(str(exc).split()), file=sys.stderr)  # always one line
@@ -394,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     import json
 
-    from pulsnar_dask.dask_executor.engine import headline
+    from pulsnar_dask.pipeline.result import headline
 
     print(headline(summary), file=sys.stderr)
     print(json.dumps(summary, sort_keys=True))

@@ -1,5 +1,6 @@
-"""Errors a user can fix: reported as one line by the command line, never as a traceback."""
+"""The one error class of problems a user can fix."""
 
 
-class UserError(Exception):
-    """A problem with the user's input, options or environment (exit status 2)."""
+class PUError(ValueError):
+    """A problem with the input, the settings or the environment, said in the library's
+    words; the command line prints it as one line and exits with status 2."""

@@ -15,57 +15,12 @@ import dask.dataframe as dd
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from pulsnar_dask.core.alpha import AlphaEstimate
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.density import BANDWIDTH_BOUNDS
-from pulsnar_dask.core.interval import alpha_interval
-from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
-from pulsnar_dask.core.subproblem import (
-    SubproblemResult,
-    calibrated_on_rows,
-    combine_on_rows,
-    improved_probabilities,
-    run_subproblem,
-)
-from pulsnar_dask.core.subtypes import (
-    Clustering,
-    choose_method,
-    choose_mixture,
-    fit_mixture_size,
-    importance_gain,
-    make_clustering,
-    min_cluster_size,
-    mixture_sizes,
-    select_features,
-    subtype_profiles,
-)
+from pulsnar_dask.pipeline.result import JobResult
+from pulsnar_dask.pipeline.stages import run_pipeline
 
 logger = logging.getLogger(__name__)
-
-
-def _feature_names(X: Any) -> list[str]:
-    """Column names of a frame, or ``x0, x1, ...`` for an array."""
-    if hasattr(X, "columns"):
-        return [str(c) for c in X.columns]
-    return [f"x{i}" for i in range(np.shape(X)[1])]
-
-
-def _as_arrays(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-    X_arr = np.asarray(X, dtype=np.float32)
-    if X_arr.ndim != 2:
-        raise ValueError(f"X must be 2-dimensional, got shape {X_arr.shape}")
-    if np.isinf(X_arr).any():
-        raise ValueError("X contains infinite values")
-    y_arr = np.asarray(y).ravel()
-    if y_arr.shape[0] != X_arr.shape[0]:
-        raise ValueError(f"X has {X_arr.shape[0]} rows but y has {y_arr.shape[0]}")
-    bad = ~np.isin(y_arr, (0, 1))
-    if bad.any():
-        raise ValueError(
-            f"y must be 0 (unlabeled) or 1 (positive); {int(bad.sum())} values are not"
-        )
-    return X_arr, y_arr.astype(np.int8)
-
 
 _COMMON_DOC = """
     n_folds : int, default 5
@@ -128,7 +83,7 @@ class PULSCAR(BaseEstimator):
     n_clusters_ : int
         Always 1.
     oof_proba_ : ndarray of shape (n,)
-        Out-of-fold probabilities (mean over iterations).
+        Out-of-fold probabilities of the first iteration.
     alpha_estimate_ : AlphaEstimate
         Densities and objective of the first iteration, for plots.
     subproblems_ : list of SubproblemResult
@@ -143,6 +98,7 @@ class PULSCAR(BaseEstimator):
 
     def __init__(
         self,
+        *,
         n_folds: int = 5,
         bin_method: str = "rice",
         alpha_region: str = "upper",
@@ -198,42 +154,38 @@ class PULSCAR(BaseEstimator):
             **extra,
         )
 
-    def _finish(
-        self, alphas: list[float], groups: dict[str, list[SubproblemResult]], config: PUConfig
-    ) -> None:
-        """Alpha over the iterations and its interval from the first iteration's
-        subproblems under each labeling assumption computed (``groups``)."""
-        self.alphas_ = np.asarray(alphas)
-        self.alpha_ = float(np.mean(self.alphas_))
-        self.alpha_interval_ = (
-            alpha_interval(groups, config, self.random_state, alphas)
-            if config.interval_resamples
-            else None
-        )
+    def _fit(self, X: Any, y: Any, client: Any, method: str, config: PUConfig) -> PULSCAR:
+        """Run the pipeline where the data are, and set the fitted attributes from its
+        result: the same whatever the input type."""
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+            delattr(self, name)  # a refit leaves nothing of the previous fit
+        if isinstance(X, dd.DataFrame):
+            from distributed import default_client
 
-    def _classify(
-        self, X: np.ndarray, y: np.ndarray, row_ids: np.ndarray, config: PUConfig
-    ) -> None:
-        self.improved_proba_ = improved_probabilities(
-            X, y, row_ids, self.calibrated_proba_, self.alpha_, config, self.random_state
-        )
+            from pulsnar_dask.dask_executor.engine import DaskExecutor
+            from pulsnar_dask.io import PUFrame, with_row_ids
 
-    def _fit_dask(self, X: Any, y: Any, client: Any, method: str, config: PUConfig) -> Any:
-        """Fit on Dask collections through the distributed engine (same numerics)."""
-        from distributed import default_client
+            label, row_id = "__pu_label__", "__pu_row_id__"
+            frame = with_row_ids(X.assign(**{label: y}), row_id)
+            puf = PUFrame(frame, [str(c) for c in X.columns], label, row_id, None)
+            executor = DaskExecutor(client or default_client(), puf)
+        else:
+            from pulsnar_dask.pipeline.in_process import InProcessExecutor
 
-        from pulsnar_dask.dask_executor.engine import run_job
-        from pulsnar_dask.io import PUFrame, with_row_ids
-
-        label, row_id = "__pu_label__", "__pu_row_id__"
-        frame = with_row_ids(X.assign(**{label: y}), row_id)
-        puf = PUFrame(frame, [str(c) for c in X.columns], label, row_id, None)
-        result = run_job(
-            client or default_client(), puf, method=method, config=config,
-            seed=self.random_state, iterations=self.n_iterations,
+            executor = InProcessExecutor(X, y)
+        result = run_pipeline(
+            executor,
+            method=method,
+            config=config,
+            seed=self.random_state,
+            iterations=self.n_iterations,
             calibrate_probabilities=bool(self.calibration or self.classify),
             classify=self.classify,
-        )  # fmt: skip
+        )
+        self._set_fitted(result)
+        return self
+
+    def _set_fitted(self, result: JobResult) -> None:
         self.alphas_ = np.asarray(result.alphas)
         self.alpha_ = result.alpha
         self.alpha_interval_ = result.alpha_interval
@@ -244,42 +196,21 @@ class PULSCAR(BaseEstimator):
         self.alpha_estimate_ = result.estimates[0]
         self.subproblems_ = result.subproblems
         self.oof_proba_ = result.probability
+        if result.clustering is not None:
+            self.clustering_ = result.clustering
         if result.calibrated is not None:
             self.calibrated_proba_ = result.calibrated
         if result.improved is not None:
             self.improved_proba_ = result.improved
-        return self
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSCAR:
         """Estimate alpha from features ``X`` and PU labels ``y``; return self.
 
         ``X`` and ``y`` may be numpy/pandas (fitted in this process) or a Dask dataframe
         and series (fitted on ``client``'s cluster, or the default client's); the fitted
-        vectors are then in row order.
+        vectors are in row order either way.
         """
-        config = self._config()
-        if isinstance(X, dd.DataFrame):
-            return self._fit_dask(X, y, client, "pulscar", config)
-        X_arr, y_arr = _as_arrays(X, y)
-        row_ids = np.arange(y_arr.size)
-        results: list[SubproblemResult] = [
-            run_subproblem(X_arr, y_arr, row_ids, config, self.random_state + i)
-            for i in range(self.n_iterations)
-        ]
-        self._finish([r.alpha for r in results], {"pulscar": results[:1]}, config)
-        self.method_, self.method_evidence_ = "pulscar", None
-        self.n_clusters_ = 1
-        self.cluster_alphas_ = np.array([self.alpha_])
-        self.alpha_estimate_: AlphaEstimate = results[0].estimate
-        self.subproblems_ = results[:1]
-        self.oof_proba_ = np.mean([r.probabilities for r in results], axis=0)
-        if self.calibration or self.classify:
-            self.calibrated_proba_ = calibrated_on_rows(
-                row_ids, results[:1], config, self.random_state
-            )
-        if self.classify:
-            self._classify(X_arr, y_arr, row_ids, config)
-        return self
+        return self._fit(X, y, client, "pulscar", self._config())
 
 
 class PULSNAR(PULSCAR):
@@ -343,6 +274,7 @@ class PULSNAR(PULSCAR):
 
     def __init__(
         self,
+        *,
         n_folds: int = 5,
         bin_method: str = "rice",
         alpha_region: str = "upper",
@@ -414,72 +346,4 @@ class PULSNAR(PULSCAR):
         )
         if self.method not in ("auto", "pulsnar"):
             raise ValueError(f"method must be 'auto' or 'pulsnar', got {self.method!r}")
-        if isinstance(X, dd.DataFrame):
-            return self._fit_dask(X, y, client, self.method, config)
-        X_arr, y_arr = _as_arrays(X, y)
-        row_ids = np.arange(y_arr.size)
-        seed = self.random_state
-        gain = importance_gain(X_arr, y_arr, row_ids, config, seed)
-        positives = np.flatnonzero(y_arr == 1)
-        model_features, cluster_features = select_features(gain, config)
-        X_cluster = X_arr[positives][:, cluster_features]
-        Z = clustering_matrix(X_cluster, gain[cluster_features])
-        fits = [fit_mixture_size(Z, n, config, seed) for n in mixture_sizes(config, positives.size)]
-        chosen, bic = choose_mixture(fits, config)
-        positive_labels = cluster_labels(chosen, Z, min_cluster_size(config, positives.size))
-        names = _feature_names(X)
-        self.clustering_: Clustering = make_clustering(
-            chosen,
-            bic,
-            positive_labels,
-            gain,
-            model_features,
-            cluster_features,
-            subtype_profiles(X_cluster, positive_labels, [names[i] for i in cluster_features]),
-        )
-        unlabeled = np.flatnonzero(y_arr == 0)
-        X_model = X_arr[:, model_features]
-        iterations: list[list[SubproblemResult]] = []
-        for i in range(self.n_iterations):
-            per_cluster = []
-            for c in range(self.clustering_.n_clusters):
-                rows = np.concatenate([positives[self.clustering_.labels == c], unlabeled])
-                per_cluster.append(
-                    run_subproblem(X_model[rows], y_arr[rows], row_ids[rows], config, seed + i)
-                )
-            iterations.append(per_cluster)
-        self.method_, self.method_evidence_ = "pulsnar", None
-        clusters = iterations[0]
-        groups = {"pulsnar": clusters}
-        if self.method == "auto":
-            self.method_, self.method_evidence_ = choose_method(
-                [r.alpha for r in clusters], [r.n_positive for r in clusters]
-            )
-            # PULSCAR beside the clusters (as the engine runs it): kept when chosen, and
-            # the other assumption of the interval
-            if len(clusters) > 1 and (self.method_ == "pulscar" or config.interval_resamples):
-                pulscar = [
-                    run_subproblem(X_arr, y_arr, row_ids, config, seed + i)
-                    for i in range(self.n_iterations if self.method_ == "pulscar" else 1)
-                ]
-                if self.method_ == "pulscar":
-                    iterations = [[r] for r in pulscar]
-                    groups = {"pulscar": pulscar[:1], "pulsnar": clusters}
-                else:
-                    groups["pulscar"] = pulscar[:1]
-            elif self.method_ == "pulscar":
-                groups = {"pulscar": clusters}
-        self._finish(
-            [sum(r.alpha for r in per_cluster) for per_cluster in iterations], groups, config
-        )
-        self.n_clusters_ = len(iterations[0])
-        self.cluster_alphas_ = np.mean([[r.alpha for r in it] for it in iterations], axis=0)
-        first = iterations[0]
-        self.cluster_estimates_ = [r.estimate for r in first]
-        self.subproblems_ = first
-        self.oof_proba_ = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
-        if self.calibration or self.classify:
-            self.calibrated_proba_ = calibrated_on_rows(row_ids, first, config, seed)
-        if self.classify:
-            self._classify(X_arr, y_arr, row_ids, config)
-        return self
+        return self._fit(X, y, client, self.method, config)

@@ -19,7 +19,7 @@ import fsspec
 import numpy as np
 import pandas as pd
 
-from pulsnar_dask.errors import UserError
+from pulsnar_dask.errors import PUError
 
 if TYPE_CHECKING:
     from pulsnar_dask.datasets.synthetic import PUData
@@ -36,9 +36,9 @@ def parse_storage_options(text: str | None) -> dict[str, Any]:
     try:
         options = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"--storage-options is not valid JSON: {exc}") from None
+        raise PUError(f"--storage-options is not valid JSON: {exc}") from None
     if not isinstance(options, dict):
-        raise UserError("--storage-options must be a JSON object, e.g. '{\"anon\": true}'")
+        raise PUError("--storage-options must be a JSON object, e.g. '{\"anon\": true}'")
     return options
 
 
@@ -113,7 +113,7 @@ def read_pu_parquet(
 
     Raises
     ------
-    UserError
+    PUError
         For a missing path, a non-Parquet input, an empty dataset or missing columns.
     """
     storage_options = storage_options or {}
@@ -121,13 +121,13 @@ def read_pu_parquet(
         fs, fs_path = fsspec.core.url_to_fs(path, **storage_options)
         exists = fs.exists(fs_path)
     except (ImportError, ValueError) as exc:
-        raise UserError(f"cannot open {path}: {exc}") from None
+        raise PUError(f"cannot open {path}: {exc}") from None
     if not exists:
-        raise UserError(f"input {path} does not exist")
+        raise PUError(f"input {path} does not exist")
     try:
         frame = dd.read_parquet(path, storage_options=storage_options)
     except Exception as exc:  # pyarrow raises several types for non-Parquet input
-        raise UserError(f"input {path} is not a readable Parquet file or dataset: {exc}") from None
+        raise PUError(f"input {path} is not a readable Parquet file or dataset: {exc}") from None
     columns = list(frame.columns)
     if (
         true_label_col is None
@@ -142,7 +142,7 @@ def read_pu_parquet(
         true_label_col = DEFAULT_TRUE_LABEL
     for role, name in (("label", label_col), ("true-label", true_label_col)):
         if name is not None and name not in columns:
-            raise UserError(
+            raise PUError(
                 f"{role} column '{name}' is not in {path} (columns: {', '.join(columns)})"
             )
     reserved = {label_col, id_col, true_label_col}
@@ -154,15 +154,15 @@ def read_pu_parquet(
     else:
         missing = [c for c in features if c not in columns]
         if missing:
-            raise UserError(f"feature column(s) not in {path}: {', '.join(missing)}")
+            raise PUError(f"feature column(s) not in {path}: {', '.join(missing)}")
         bad = [c for c in features if not _is_numeric(frame.dtypes[c])]
         if bad:
-            raise UserError(
+            raise PUError(
                 "feature column(s) are not numeric: "
                 + ", ".join(f"{c} ({frame.dtypes[c]})" for c in bad)
             )
     if not features:
-        raise UserError(f"{path} has no numeric feature columns")
+        raise PUError(f"{path} has no numeric feature columns")
     keep = [*features, label_col] + ([id_col] if id_col in columns else [])
     keep += [true_label_col] if true_label_col else []
     frame = frame[keep]

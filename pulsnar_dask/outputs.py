@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from fsspec.implementations.local import LocalFileSystem
 
-from pulsnar_dask.errors import UserError
+from pulsnar_dask.errors import PUError
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class RunOutput:
         try:
             self.fs, self.path = fsspec.core.url_to_fs(self.url, **self.storage_options)
         except (ImportError, ValueError) as exc:
-            raise UserError(f"cannot use output location {url}: {exc}") from None
+            raise PUError(f"cannot use output location {url}: {exc}") from None
         self.staging = f"{self.path}/_staging-{uuid.uuid4().hex[:12]}"
 
     def _url(self, path: str) -> str:
@@ -73,9 +73,9 @@ class RunOutput:
         try:
             finished = self.fs.exists(summary)
         except Exception as exc:
-            raise UserError(f"cannot access output location {self.url}: {exc}") from None
+            raise PUError(f"cannot access output location {self.url}: {exc}") from None
         if finished and not self.overwrite:
-            raise UserError(
+            raise PUError(
                 f"{self.url} already holds a finished run ({SUMMARY}); "
                 "pass --overwrite to replace it"
             )

@@ -19,7 +19,7 @@ import numpy as np
 
 from pulsnar_dask.core.calibration import expected_calibration_error, reliability_curve
 from pulsnar_dask.core.interval import Z_95
-from pulsnar_dask.dask_executor.engine import WEAK_PU_AUC, JobResult, headline
+from pulsnar_dask.pipeline.result import WEAK_PU_AUC, JobResult, headline
 
 MAX_PANELS = 6
 

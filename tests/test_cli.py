@@ -191,7 +191,7 @@ def test_progress_goes_to_stderr_and_stdout_holds_only_the_summary(data, tmp_pat
 
 
 def test_headline_reads_the_summary():
-    from pulsnar_dask.dask_executor.engine import headline
+    from pulsnar_dask.pipeline.result import headline
 
     summary = {"alpha": 0.2718, "hidden_positives": 2718, "n_unlabeled": 10000,
                "method": "pulsnar", "n_clusters": 5, "alpha_identified": True}  # fmt: skip

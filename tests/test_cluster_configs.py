@@ -12,7 +12,7 @@ from pulsnar_dask.dask_executor.connect import (
     load_cluster_config,
     make_cluster,
 )
-from pulsnar_dask.errors import UserError
+from pulsnar_dask.errors import PUError
 
 CONFIGS = Path(__file__).resolve().parents[1] / "cluster_configs"
 
@@ -51,14 +51,14 @@ def test_batch_configs_become_job_scripts(name, directive):
 
 def test_bad_configs_are_refused(tmp_path):
     (tmp_path / "bad.yaml").write_text("type: mesos\n")
-    with pytest.raises(UserError, match="needs 'type' set to one of"):
+    with pytest.raises(PUError, match="needs 'type' set to one of"):
         load_cluster_config(tmp_path / "bad.yaml")
     (tmp_path / "broken.yaml").write_text("type: [local\n")
-    with pytest.raises(UserError, match="not valid YAML"):
+    with pytest.raises(PUError, match="not valid YAML"):
         load_cluster_config(tmp_path / "broken.yaml")
-    with pytest.raises(UserError, match="does not exist"):
+    with pytest.raises(PUError, match="does not exist"):
         load_cluster_config(tmp_path / "missing.yaml")
-    with pytest.raises(UserError, match="needs an 'address'"):
+    with pytest.raises(PUError, match="needs an 'address'"):
         make_cluster({"type": "scheduler"})
 
 

@@ -85,12 +85,12 @@ def test_xgboost_dask_engine_agrees_with_the_task_engine(client, data):
 
 
 def test_unknown_engine_and_method(client, data):
-    from pulsnar_dask.errors import UserError
+    from pulsnar_dask.errors import PUError
 
     puf = read_pu_parquet(str(data[0]))
-    with pytest.raises(UserError, match="unknown engine"):
+    with pytest.raises(PUError, match="unknown engine"):
         run_job(client, puf, engine="spark")
-    with pytest.raises(UserError, match="unknown method"):
+    with pytest.raises(PUError, match="unknown method"):
         run_job(client, puf, method="dedpul")
 
 

@@ -1,14 +1,22 @@
-"""The package's layers: the numerical core stands alone, without Dask or the edges."""
+"""The package's layers: the numerical core and the pipeline stand without Dask, the
+command line or the other edges."""
 
 import ast
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import pulsnar_dask
 
 PACKAGE = Path(pulsnar_dask.__file__).parent
-CORE = sorted((PACKAGE / "core").glob("*.py"))
+# layer: the package modules it may import (besides itself)
+ALLOWED = {
+    "core": ("pulsnar_dask.core",),
+    "pipeline": ("pulsnar_dask.core", "pulsnar_dask.pipeline", "pulsnar_dask.errors"),
+}
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -22,21 +30,28 @@ def _imported_modules(path: Path) -> set[str]:
     return names
 
 
-def test_core_imports_only_core_and_array_libraries():
-    assert len(CORE) > 10
-    for path in CORE:
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_a_layer_imports_only_the_layers_below_it_and_no_dask(layer):
+    files = sorted((PACKAGE / layer).glob("*.py"))
+    assert len(files) > 2
+    for path in files:
         for name in _imported_modules(path):
             top = name.split(".")[0]
-            assert top not in ("dask", "distributed", "dask_ml"), f"core/{path.name} imports {name}"
+            assert top not in ("dask", "distributed", "dask_ml"), f"{layer}/{path.name}: {name}"
             if top == "pulsnar_dask":
-                assert name.startswith("pulsnar_dask.core"), f"core/{path.name} imports {name}"
+                assert name.startswith(ALLOWED[layer]), f"{layer}/{path.name} imports {name}"
 
 
-def test_importing_the_core_loads_no_dask():
-    modules = ", ".join(f"pulsnar_dask.core.{p.stem}" for p in CORE if p.stem != "__init__")
+def test_importing_core_and_pipeline_loads_no_dask():
+    modules = [
+        f"pulsnar_dask.{layer}.{p.stem}"
+        for layer in ALLOWED
+        for p in sorted((PACKAGE / layer).glob("*.py"))
+    ]
+    assert all(importlib.util.find_spec(m) for m in modules)
     code = (
-        f"import sys, importlib\n"
-        f"for m in '{modules}'.split(', '): importlib.import_module(m)\n"
+        "import sys, importlib\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')\n"
         "             or m in ('pulsnar_dask.cli', 'pulsnar_dask.io', 'pulsnar_dask.report'))\n"
         "print(','.join(bad))\n"

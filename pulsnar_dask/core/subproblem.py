@@ -136,33 +136,41 @@ def canonical_subproblem(
     )
 
 
-def run_subproblem(
+def cross_validated_scores(
     X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
-) -> SubproblemResult:
-    """Score rows with cross-validated XGBoost and estimate alpha (one PULSCAR problem).
-
-    Rows are first put in canonical order (by row id), so the result does not depend on
-    the order they arrive in.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Score every row with cross-validated XGBoost, in canonical order (by row id), so
+    the result does not depend on the order the rows arrive in.
 
     Parameters
     ----------
     X : ndarray of shape (n, d)
     labels : ndarray of shape (n,)
-        1 labeled positive, 0 unlabeled.
+        1 positive, 0 unlabeled.
     row_ids : ndarray of shape (n,)
         Unique row ids.
     config : PUConfig
     seed : int
-        Seed of the folds and of XGBoost.
+        Seed of the folds, the unlabeled subsample and XGBoost.
 
     Returns
     -------
-    SubproblemResult
+    (row_ids, labels, probabilities)
+        By ascending row id; the probabilities are out-of-fold.
     """
     X, labels, row_ids, folds, trainable = canonical_subproblem(X, labels, row_ids, config, seed)
     params = booster_params(config.xgb_params, seed, config.n_threads)
     proba = out_of_fold_probabilities(X, labels, folds, params, config.n_rounds, trainable)
-    return estimate_subproblem(row_ids, labels, proba, config, seed)
+    return row_ids, labels, proba
+
+
+def run_subproblem(
+    X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
+) -> SubproblemResult:
+    """One PULSCAR problem: :func:`cross_validated_scores` and alpha read from them."""
+    return estimate_subproblem(
+        *cross_validated_scores(X, labels, row_ids, config, seed), config, seed
+    )
 
 
 def calibrate_subproblem(result: SubproblemResult, config: PUConfig, seed: int) -> np.ndarray:
@@ -257,25 +265,3 @@ def relabel_top(labels: np.ndarray, calibrated: np.ndarray, alpha: float) -> np.
         top = unlabeled[np.argsort(-scores, kind="stable")[:n_flip]]
         y[top] = 1
     return y
-
-
-def improved_probabilities(
-    X: np.ndarray,
-    labels: np.ndarray,
-    row_ids: np.ndarray,
-    calibrated: np.ndarray,
-    alpha: float,
-    config: PUConfig,
-    seed: int,
-) -> np.ndarray:
-    """Retrain cross-validated XGBoost on recovered labels (Algorithm 4).
-
-    Returns
-    -------
-    ndarray of shape (n,)
-        Out-of-fold probabilities of the retrained classifier, in the input row order.
-    """
-    new_labels = relabel_top(labels, calibrated, alpha)
-    folds = assign_folds(row_ids, new_labels, config.n_folds, seed)
-    params = booster_params(config.xgb_params, seed, config.n_threads)
-    return out_of_fold_probabilities(X, new_labels, folds, params, config.n_rounds)

@@ -27,7 +27,7 @@ import yaml
 from distributed import Client, LocalCluster
 
 from pulsnar_dask.dask_executor.forkserver import start_fork_server
-from pulsnar_dask.errors import UserError
+from pulsnar_dask.errors import PUError
 
 logger = logging.getLogger(__name__)
 
@@ -46,11 +46,11 @@ def load_cluster_config(path: str | Path) -> dict[str, Any]:
     try:
         config = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
-        raise UserError(f"cluster config {path} does not exist") from None
+        raise PUError(f"cluster config {path} does not exist") from None
     except yaml.YAMLError as exc:
-        raise UserError(f"cluster config {path} is not valid YAML: {exc}") from None
+        raise PUError(f"cluster config {path} is not valid YAML: {exc}") from None
     if not isinstance(config, dict) or config.get("type") not in CLUSTER_TYPES:
-        raise UserError(
+        raise PUError(
             f"cluster config {path} needs 'type' set to one of {', '.join(CLUSTER_TYPES)}"
         )
     return config
@@ -83,26 +83,26 @@ def make_cluster(config: dict[str, Any]) -> Any:
             return LocalCluster(**options)
     if kind == "scheduler":
         if "address" not in options:
-            raise UserError("cluster config of type 'scheduler' needs an 'address'")
+            raise PUError("cluster config of type 'scheduler' needs an 'address'")
         return options["address"]
     if kind == "ssh":
         from distributed import SSHCluster
 
         if not options.get("hosts"):
-            raise UserError("cluster config of type 'ssh' needs 'hosts' (scheduler first)")
+            raise PUError("cluster config of type 'ssh' needs 'hosts' (scheduler first)")
         return SSHCluster(**options)
     if kind == "kubernetes":
         try:
             from dask_kubernetes.operator import KubeCluster
         except ImportError:
-            raise UserError(
+            raise PUError(
                 "type 'kubernetes' needs dask-kubernetes: pip install 'pulsnar-dask[kubernetes]'"
             ) from None
         return KubeCluster(**options)
     try:
         import dask_jobqueue
     except ImportError:
-        raise UserError(
+        raise PUError(
             f"type '{kind}' needs dask-jobqueue: pip install 'pulsnar-dask[jobqueue]'"
         ) from None
     options.pop("jobs", None)  # submitted by connect(), not at construction
@@ -136,7 +136,7 @@ def connect(
     Client
     """
     if scheduler and cluster_config:
-        raise UserError("give either --scheduler or --cluster-config, not both")
+        raise PUError("give either --scheduler or --cluster-config, not both")
     if scheduler:
         target: Any = scheduler
     elif cluster_config:
@@ -157,7 +157,7 @@ def connect(
         try:
             client = Client(target, timeout=CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
-            raise UserError(
+            raise PUError(
                 f"cannot reach the Dask scheduler at {target} within {CONNECT_TIMEOUT_S} s: {exc}"
             ) from None
         try:

@@ -1,0 +1,89 @@
+"""The in-process executor: the pipeline's heavy steps on arrays in this process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.subproblem import cross_validated_scores
+from pulsnar_dask.core.subtypes import importance_gain
+from pulsnar_dask.errors import PUError
+from pulsnar_dask.pipeline.stages import Scored, ScoreRequest, check_labels
+
+
+def feature_names(X: Any) -> list[str]:
+    """Column names of a frame, or ``x0, x1, ...`` for an array."""
+    if hasattr(X, "columns"):
+        return [str(c) for c in X.columns]
+    return [f"x{i}" for i in range(np.shape(X)[1])]
+
+
+class InProcessExecutor:
+    """Features and PU labels in memory; rows are identified by their position.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        Numeric features (a numpy array or pandas frame), held as float32.
+    y : array-like of shape (n,)
+        1 labeled positive, 0 unlabeled.
+
+    Raises
+    ------
+    PUError
+        For ``X`` not 2-dimensional, infinite values, or ``y`` of another length.
+    """
+
+    engine = "in-process"
+    threads = None  # XGBoost's own default: the models run one after another
+
+    def __init__(self, X: Any, y: Any):
+        self.X = np.asarray(X, dtype=np.float32)
+        if self.X.ndim != 2:
+            raise PUError(f"X must be 2-dimensional, got shape {self.X.shape}")
+        self.features = feature_names(X)
+        if np.isinf(self.X).any():
+            raise PUError("X contains infinite values")
+        self.y = np.asarray(y).ravel()
+        if self.y.shape[0] != self.X.shape[0]:
+            raise PUError(f"X has {self.X.shape[0]} rows but y has {self.y.shape[0]}")
+        self.row_ids = np.arange(self.y.size)
+
+    def read(self) -> tuple[np.ndarray, np.ndarray, None]:
+        check_labels(self.row_ids, self.y, "the row index", "y")
+        self.y = self.y.astype(np.int8)
+        return self.row_ids, self.y, None
+
+    def importance(self, config: PUConfig, seed: int) -> np.ndarray:
+        return importance_gain(self.X, self.y, self.row_ids, config, seed)
+
+    def positives(self, columns: Sequence[str]) -> np.ndarray:
+        index = [self.features.index(c) for c in columns]
+        return self.X[self.y == 1][:, index]
+
+    def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
+        return [fn(*args) for args in calls]
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
+        out = []
+        for r in requests:
+            rows = (
+                np.ones(self.y.size, bool)
+                if r.positive_ids is None
+                else (self.y == 0) | np.isin(self.row_ids, r.positive_ids)
+            )
+            labels = self.y.copy()
+            if r.flipped_ids is not None:
+                labels[r.flipped_ids] = 1  # row ids are positions
+            X = self.X[:, [self.features.index(c) for c in r.features]]
+            out.append(
+                Scored(
+                    *cross_validated_scores(
+                        X[rows], labels[rows], self.row_ids[rows], r.config, r.seed
+                    )
+                )
+            )
+        return out

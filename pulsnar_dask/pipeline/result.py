@@ -1,0 +1,202 @@
+"""What a PU run produces, whichever executor ran it, and the one line that sums it up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pulsnar_dask.core.alpha import AlphaEstimate
+from pulsnar_dask.core.interval import AlphaInterval
+from pulsnar_dask.core.stats import mean_ci
+from pulsnar_dask.core.subproblem import SubproblemResult
+from pulsnar_dask.core.subtypes import Clustering
+
+# Below this labeled-vs-unlabeled AUC the run warns that alpha is poorly identified.
+WEAK_PU_AUC = 0.6
+INTERVAL_METHOD = (
+    "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
+    "configured reader), under PULSNAR and PULSCAR where both were computed"
+)
+
+
+@dataclass
+class JobResult:
+    """Everything a run produces (vectors are aligned with ``row_ids``, ascending).
+
+    Attributes
+    ----------
+    method : str
+        ``pulscar`` or ``pulsnar`` (for ``auto``, the one chosen).
+    alpha : float
+        Mean over iterations of the (summed) alpha.
+    alphas : list of float
+        One per iteration.
+    cluster_alphas : list of float
+        Per cluster, mean over iterations (``[alpha]`` for PULSCAR).
+    n_clusters : int
+    row_ids, labels : ndarray
+    probability : ndarray
+        Out-of-fold probability (PULSNAR: ``1 - prod_c (1 - p_c)``).
+    calibrated, improved : ndarray or None
+        With calibration / classification.
+    true_labels : ndarray or None
+    estimates : list of AlphaEstimate
+        First iteration's densities and objective, per cluster.
+    subproblems : list of SubproblemResult
+        First iteration's subproblems (row ids, labels, out-of-fold probabilities), per
+        cluster: what calibration works from.
+    bic : ndarray
+        BIC curve (empty for PULSCAR or a fixed cluster count).
+    mixture_components : int
+        Components of the mixture the BIC chose (``n_clusters`` once small ones merged).
+    metrics : dict or None
+        With classification and true labels: metrics with and without PULSNAR.
+    engine : str
+        ``in-process`` (arrays in this process), ``task`` or ``dask``.
+    method_evidence : dict or None
+        With ``method="auto"``: why ``method`` was chosen (:func:`choose_method`).
+    clustering : Clustering or None
+        PULSNAR and auto: the BIC curve, each positive's cluster and the features used.
+    profiles : list or None
+        PULSNAR: what sets each cluster of positives apart
+        (:func:`~pulsnar_dask.core.subtypes.subtype_profiles`); ``None`` for PULSCAR.
+    alpha_interval : AlphaInterval or None
+        The default 95% interval of alpha and the readings it spans
+        (:mod:`pulsnar_dask.core.interval`); ``None`` with ``interval_resamples=0``.
+    settings : dict
+        What was asked for: method, seed, iterations, calibration, classification,
+        engine, the number of feature columns, and every :class:`PUConfig` field.
+    seconds : float
+        Wall time of the job, from reading to the last result.
+    timings : dict
+        Seconds since the start at which each stage ended (``input``, ``clustering``,
+        ``scoring``, ``classification``).
+    """
+
+    method: str
+    alpha: float
+    alphas: list[float]
+    cluster_alphas: list[float]
+    n_clusters: int
+    row_ids: np.ndarray
+    labels: np.ndarray
+    probability: np.ndarray
+    calibrated: np.ndarray | None
+    improved: np.ndarray | None
+    true_labels: np.ndarray | None
+    estimates: list[AlphaEstimate]
+    subproblems: list[SubproblemResult]
+    bic: np.ndarray
+    mixture_components: int
+    metrics: dict[str, dict[str, float]] | None
+    engine: str
+    method_evidence: dict[str, Any] | None = None
+    clustering: Clustering | None = None
+    profiles: list[list[dict[str, Any]]] | None = None
+    alpha_interval: AlphaInterval | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def alpha_identified(self) -> bool:
+        """Whether every subproblem's classifier tells labeled positives from unlabeled
+        rows (out-of-fold AUC at least ``WEAK_PU_AUC``); below it the probabilities of
+        positives and unlabeled rows hardly differ and alpha is not identified."""
+        return all(r.pu_auc >= WEAK_PU_AUC for r in self.subproblems)
+
+    def subtypes(self) -> list[dict[str, Any]]:
+        """Per cluster of positives (PULSNAR): labeled positives, alpha, the hidden
+        positives it means (``alpha x`` unlabeled rows) and the features that set it apart."""
+        if self.profiles is None:
+            return []
+        n_unlabeled = int(np.sum(self.labels == 0))
+        return [
+            {
+                "positives": r.n_positive,
+                "alpha": alpha,
+                "hidden_positives": round(alpha * n_unlabeled),
+                "distinguishing": profile,
+            }
+            for r, alpha, profile in zip(
+                self.subproblems, self.cluster_alphas, self.profiles, strict=True
+            )
+        ]
+
+    def summary(self) -> dict[str, Any]:
+        """The run summary (DESIGN.md section 4), JSON-serialisable."""
+        out: dict[str, Any] = {
+            "method": self.method,
+            "alpha": self.alpha,
+            "n_positive": int(np.sum(self.labels == 1)),
+            "n_unlabeled": int(np.sum(self.labels == 0)),
+            "hidden_positives": round(self.alpha * int(np.sum(self.labels == 0))),
+            "n_clusters": self.n_clusters,
+            "cluster_alphas": self.cluster_alphas,
+            "seconds": round(self.seconds, 3),
+            "stage_seconds": self.timings,
+            "engine": self.engine,
+            "pu_auc": [round(r.pu_auc, 4) for r in self.subproblems],
+            "alpha_identified": self.alpha_identified,
+            "settings": self.settings,
+        }
+        if self.method_evidence is not None:
+            out["method_requested"] = "auto"
+            out["method_evidence"] = self.method_evidence
+        if self.alpha_interval is not None:
+            out["alpha_interval"] = [self.alpha_interval.low, self.alpha_interval.high]
+            out["interval_method"] = INTERVAL_METHOD
+            out["interval_readings"] = {
+                name: {"alpha": alpha, "sd": sd}
+                for name, (alpha, sd) in self.alpha_interval.readings.items()
+            }
+        if self.profiles is not None:
+            out["subtypes"] = self.subtypes()
+        if len(self.alphas) > 1:
+            _, low, high = mean_ci(np.asarray(self.alphas))
+            out["alphas"] = self.alphas
+            out["alpha_ci"] = [max(low, 0.0), min(high, 1.0)]
+        if self.true_labels is not None:
+            out["true_alpha"] = float(np.mean(self.true_labels[self.labels == 0] > 0))
+        if self.metrics is not None:
+            out["metrics"] = self.metrics
+        return out
+
+
+def headline(summary: dict[str, Any]) -> str:
+    """One line that answers the question a run is for: how many hidden positives.
+
+    Returns
+    -------
+    str
+        E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
+        (PULSNAR, 5 clusters)``, with the 95% interval (``alpha_interval``, else the
+        iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
+        identified.
+    """
+    n_unlabeled = summary["n_unlabeled"]
+    text = (
+        f"alpha {summary['alpha']:.3f}: about {summary['hidden_positives']:,} hidden positives "
+        f"among {n_unlabeled:,} unlabeled rows ({summary['method'].upper()}, "
+        f"{summary['n_clusters']} cluster{'s' if summary['n_clusters'] > 1 else ''})"
+    )
+    if "alpha_interval" in summary:
+        low, high = summary["alpha_interval"]
+        text += (
+            f"; 95% interval {round(low * n_unlabeled):,}-{round(high * n_unlabeled):,} "
+            f"(alpha {low:.3f}-{high:.3f})"
+        )
+    elif "alpha_ci" in summary:  # no default interval: the iterations' still tells something
+        low, high = summary["alpha_ci"]
+        text += (
+            f"; 95% interval of the iterations' mean "
+            f"{round(low * n_unlabeled):,}-{round(high * n_unlabeled):,} "
+            f"(alpha {low:.3f}-{high:.3f})"
+        )
+    if not summary["alpha_identified"]:
+        text += (
+            "; NOT IDENTIFIED: the classifier hardly tells labeled positives from unlabeled rows"
+        )
+    return text

@@ -1,0 +1,382 @@
+"""The PU pipeline, written once: check the input, the importance model, the positives'
+subtypes, the subproblems, alpha and its interval, calibration and the retrain.
+
+An executor runs the steps that touch the feature table where the table is: in this
+process on arrays (:class:`~pulsnar_dask.pipeline.in_process.InProcessExecutor`, what the
+estimators use on numpy and pandas data) or over a Dask cluster
+(:class:`~pulsnar_dask.dask_executor.engine.DaskExecutor`). What reaches the pipeline is
+small: row ids and labels, the positives' clustering features, and probability vectors;
+the alpha, interval and calibration steps run here on those.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from pulsnar_dask.core.config import PUConfig, config_dict
+from pulsnar_dask.core.interval import alpha_interval
+from pulsnar_dask.core.metrics import classification_metrics
+from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
+from pulsnar_dask.core.subproblem import (
+    SubproblemResult,
+    calibrated_on_rows,
+    check_subproblem,
+    combine_on_rows,
+    estimate_subproblem,
+    relabel_top,
+)
+from pulsnar_dask.core.subtypes import (
+    choose_method,
+    choose_mixture,
+    fit_mixture_size,
+    make_clustering,
+    min_cluster_size,
+    mixture_sizes,
+    select_features,
+    subtype_profiles,
+)
+from pulsnar_dask.errors import PUError
+from pulsnar_dask.pipeline.result import WEAK_PU_AUC, JobResult
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("auto", "pulscar", "pulsnar")
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """One cross-validated XGBoost scoring: a PULSCAR subproblem, or the retrain on
+    recovered labels (Algorithm 4).
+
+    Attributes
+    ----------
+    features : list of str
+        Columns the models see.
+    positive_ids : ndarray or None
+        The labeled positives kept beside every unlabeled row; ``None``: every row.
+    flipped_ids : ndarray or None
+        Unlabeled rows relabeled positive before training; ``None``: none.
+    config : PUConfig
+    seed : int
+        Seed of the folds, the unlabeled subsample and XGBoost.
+    name : str
+        Names the work in task keys and logs (``cluster2-it0``).
+    """
+
+    features: list[str]
+    positive_ids: np.ndarray | None
+    flipped_ids: np.ndarray | None
+    config: PUConfig
+    seed: int
+    name: str
+
+
+@dataclass
+class Scored:
+    """Out-of-fold probabilities of a request's rows, by ascending row id."""
+
+    row_ids: np.ndarray
+    labels: np.ndarray
+    probabilities: np.ndarray
+
+
+class Executor(Protocol):
+    """Where the feature table lives and how the heavy steps run there.
+
+    Attributes
+    ----------
+    engine : str
+        ``in-process``, ``task`` (one task per scoring) or ``dask`` (``xgboost.dask``).
+    features : list of str
+        The feature columns.
+    threads : int or None
+        XGBoost threads per model when the settings leave it open.
+    """
+
+    engine: str
+    features: list[str]
+    threads: int | None
+
+    def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Check the table; return row ids (ascending), their 0/1 labels and true labels."""
+
+    def importance(self, config: PUConfig, seed: int) -> np.ndarray:
+        """Gain importance per feature (:func:`~pulsnar_dask.core.subtypes.importance_gain`)."""
+
+    def positives(self, columns: Sequence[str]) -> np.ndarray:
+        """The labeled positives' values of ``columns`` (float32), by ascending row id."""
+
+    def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
+        """``[fn(*args) for args in calls]``, side by side where it can."""
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
+        """Run every request (side by side where it can); results in request order."""
+
+
+def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_name: str) -> None:
+    """Refuse labels other than 0/1, duplicate ids, and a table without positives or
+    without unlabeled rows.
+
+    Raises
+    ------
+    PUError
+    """
+    if labels.size == 0:
+        raise PUError("the input has no rows")
+    bad = ~np.isin(labels, (0, 1))
+    if bad.any():
+        values = pd.Series(labels[bad]).value_counts(dropna=False)
+        shown = ", ".join(f"{v!r} ({n} rows)" for v, n in values.head(5).items())
+        raise PUError(f"{label_name} must hold only 0 and 1; found {shown}")
+    duplicated = row_ids[1:] == row_ids[:-1]
+    if duplicated.any():
+        raise PUError(
+            f"{id_name} has {int(duplicated.sum())} duplicate value(s), "
+            f"e.g. {row_ids[1:][duplicated][0]!r}"
+        )
+    if not (labels == 1).any():
+        raise PUError(f"no labeled positives ({label_name} = 1) in the input")
+    if not (labels == 0).any():
+        raise PUError(f"no unlabeled rows ({label_name} = 0) in the input")
+
+
+def run_pipeline(
+    executor: Executor,
+    method: str = "auto",
+    config: PUConfig | None = None,
+    seed: int = 0,
+    iterations: int = 1,
+    calibrate_probabilities: bool = False,
+    classify: bool = False,
+    on_stage: Callable[[str], None] | None = None,
+    settings: dict[str, Any] | None = None,
+) -> JobResult:
+    """Run PULSCAR or PULSNAR on the table an executor holds.
+
+    Parameters
+    ----------
+    executor : Executor
+    method : {"auto", "pulscar", "pulsnar"}
+        ``auto`` clusters the positives as PULSNAR does, runs PULSCAR beside the cluster
+        subproblems, and keeps one of the two by :func:`~pulsnar_dask.core.subtypes.choose_method`.
+    config : PUConfig or None
+        Settings; ``None``: the defaults.
+    seed : int
+        Iteration ``i`` uses seed ``seed + i`` for folds and XGBoost.
+    iterations : int
+        Repeats; ``alpha`` is their mean.
+    calibrate_probabilities : bool
+        Calibrate with the estimated alpha (Algorithm 3).
+    classify : bool
+        Retrain on recovered labels (Algorithm 4); calibrates first.
+    on_stage : callable or None
+        Called with a short description as each stage starts.
+    settings : dict or None
+        Entries added to the result's ``settings`` (what the caller was asked for).
+
+    Returns
+    -------
+    JobResult
+        Vectors aligned with the row ids in ascending order.
+
+    Raises
+    ------
+    PUError
+        For an unknown method, fewer than one iteration, or a table the steps cannot use.
+    """
+    if method not in METHODS:
+        raise PUError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if iterations < 1:
+        raise PUError(f"iterations must be at least 1, got {iterations}")
+    config = config or PUConfig()
+    requested, asked = method, config
+    if config.n_threads is None and executor.threads is not None:
+        config = config.with_(n_threads=executor.threads)
+    stage = on_stage or (lambda text: logger.info(text))
+    start = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def mark(name: str) -> None:
+        timings[name] = round(time.perf_counter() - start, 3)
+
+    stage("reading and checking the input")
+    row_ids, labels, true_labels = executor.read()
+    try:
+        check_subproblem(labels, config)
+    except ValueError as exc:
+        raise PUError(f"too few rows for {config.n_folds} folds: {exc}") from None
+    mark("input")
+    features = executor.features
+    logger.info(
+        "%d rows (%d positive), %d features, engine %s",
+        labels.size,
+        int(labels.sum()),
+        len(features),
+        executor.engine,
+    )
+
+    def request(columns: Sequence[str], positive_ids: np.ndarray | None, it: int, name="all"):
+        if positive_ids is not None:
+            try:
+                check_subproblem(labels[(labels == 0) | np.isin(row_ids, positive_ids)], config)
+            except ValueError as exc:
+                raise PUError(f"a subproblem is too small: {exc}") from None
+        return ScoreRequest(list(columns), positive_ids, None, config, seed + it, f"{name}-it{it}")
+
+    def subproblems(requests: list[ScoreRequest]) -> list[SubproblemResult]:
+        return [
+            estimate_subproblem(s.row_ids, s.labels, s.probabilities, r.config, r.seed)
+            for r, s in zip(requests, executor.score(requests), strict=True)
+        ]
+
+    bic = np.array([])
+    evidence = profiles = clustering = None
+    alternative: list[SubproblemResult] = []  # the other assumption's subproblems (auto)
+    pulscar_first: SubproblemResult | None = None  # PULSCAR beside PULSNAR (auto)
+    if method == "pulscar":
+        stage(f"scoring: {iterations} cross-validated XGBoost run(s)")
+        results = subproblems([request(features, None, it) for it in range(iterations)])
+        per_iteration = [[r] for r in results]
+        n_clusters = mixture_components = 1
+    else:
+        stage("PULSNAR: importance model and clustering of the positives")
+        gain = executor.importance(config, seed)
+        try:
+            model_idx, cluster_idx = select_features(gain, config)
+        except ValueError as exc:
+            raise PUError(str(exc)) from None
+        cluster_cols = [features[i] for i in cluster_idx]
+        X_positive = executor.positives(cluster_cols)
+        positive_ids = row_ids[labels == 1]
+        Z = clustering_matrix(X_positive, gain[cluster_idx])
+        sizes = mixture_sizes(config, positive_ids.size)
+        fits = executor.map(fit_mixture_size, [(Z, n, config, seed) for n in sizes])
+        chosen, bic = choose_mixture(fits, config)
+        positive_labels = cluster_labels(chosen, Z, min_cluster_size(config, positive_ids.size))
+        profiles = subtype_profiles(X_positive, positive_labels, cluster_cols)
+        clustering = make_clustering(
+            chosen, bic, positive_labels, gain, model_idx, cluster_idx, profiles
+        )
+        mark("clustering")
+        n_clusters = clustering.n_clusters
+        model_cols = [features[i] for i in model_idx]
+        stage(f"scoring: {n_clusters} cluster subproblem(s) x {iterations} iteration(s)")
+        pending = [
+            request(model_cols, positive_ids[positive_labels == c], it, f"cluster{c + 1}")
+            for it in range(iterations)
+            for c in range(n_clusters)
+        ]
+        # auto weighs PULSCAR against the clusters: its subproblems run alongside them.
+        compare = method == "auto" and n_clusters > 1
+        if compare:
+            pending += [request(features, None, it) for it in range(iterations)]
+        results = subproblems(pending)
+        per_iteration = [results[i * n_clusters : (i + 1) * n_clusters] for i in range(iterations)]
+        mixture_components = clustering.mixture_components
+        if compare:
+            pulscar_first = results[iterations * n_clusters]
+        if method == "auto":
+            first = per_iteration[0]
+            method, evidence = choose_method(
+                [r.alpha for r in first], [r.n_positive for r in first]
+            )
+            logger.info("method auto: %s (%s)", method, evidence["reason"])
+            if method == "pulscar":
+                if compare:
+                    alternative = results[:n_clusters]
+                    per_iteration = [[r] for r in results[iterations * n_clusters :]]
+                n_clusters = 1
+            elif compare:
+                alternative = [pulscar_first]
+    mark("scoring")
+    for i, r in enumerate(per_iteration[0]):
+        if r.pu_auc < WEAK_PU_AUC:
+            logger.warning(
+                "subproblem %d: the classifier hardly tells labeled positives from unlabeled "
+                "rows (out-of-fold AUC %.3f); alpha is poorly identified from these features",
+                i + 1,
+                r.pu_auc,
+            )
+    alphas = [float(sum(r.alpha for r in it)) for it in per_iteration]
+    alpha = float(np.mean(alphas))
+    first = per_iteration[0]
+    interval = None
+    if config.interval_resamples:
+        stage(f"95% interval: {config.interval_resamples} resamples of the probabilities")
+        groups = {method: first}
+        if alternative:
+            groups["pulscar" if method == "pulsnar" else "pulsnar"] = alternative
+        interval = alpha_interval(groups, config, seed, alphas)
+        mark("interval")
+    probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
+    calibrated = improved = metrics = None
+    if calibrate_probabilities or classify:
+        stage("calibrating probabilities")
+        calibrated = calibrated_on_rows(row_ids, first, config, seed)
+    if classify:
+        stage("classification: retraining on recovered labels")
+        new_labels = relabel_top(labels, calibrated, alpha)
+        retrain = ScoreRequest(
+            features,
+            None,
+            row_ids[new_labels > labels],
+            config.with_(max_unlabeled_ratio=None),
+            seed,
+            "classify",
+        )
+        improved = executor.score([retrain])[0].probabilities
+        if true_labels is not None:
+            if method == "pulscar":
+                baseline = probability
+            else:
+                pulscar_first = pulscar_first or subproblems([request(features, None, 0)])[0]
+                baseline = pulscar_first.probabilities
+            metrics = {
+                "without_pu": classification_metrics(true_labels > 0, baseline),
+                "with_pu": classification_metrics(true_labels > 0, improved),
+            }
+        mark("classification")
+    return JobResult(
+        method=method,
+        alpha=alpha,
+        alphas=alphas,
+        cluster_alphas=[
+            float(np.mean([it[c].alpha for it in per_iteration])) for c in range(len(first))
+        ],
+        n_clusters=n_clusters,
+        row_ids=row_ids,
+        labels=labels,
+        probability=probability,
+        calibrated=calibrated,
+        improved=improved,
+        true_labels=true_labels,
+        estimates=[r.estimate for r in first],
+        subproblems=first,
+        bic=bic,
+        mixture_components=mixture_components,
+        method_evidence=evidence,
+        clustering=clustering,
+        profiles=profiles if method == "pulsnar" else None,
+        alpha_interval=interval,
+        settings={
+            "method": requested,
+            "seed": seed,
+            "iterations": iterations,
+            "calibrate": calibrate_probabilities,
+            "classify": classify,
+            "n_features": len(features),
+            **(settings or {}),
+            **config_dict(asked),
+        },
+        metrics=metrics,
+        engine=executor.engine,
+        seconds=time.perf_counter() - start,
+        timings=timings,
+    )
