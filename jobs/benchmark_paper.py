@@ -64,7 +64,8 @@ from pulsnar_dask.dask_executor.connect import connect
 from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.datasets.realdata import REAL_SETS
 from pulsnar_dask.datasets.shuttle import FRACTIONS as SHUTTLE_FRACTIONS
-from pulsnar_dask.io import PUFrame, pu_frame
+from pulsnar_dask.datasets.synthetic import pu_frame
+from pulsnar_dask.io import PUFrame
 from pulsnar_dask.report import plot_reliability
 
 ROOT = Path(__file__).resolve().parents[1]

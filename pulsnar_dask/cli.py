@@ -16,9 +16,10 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 
-from pulsnar_dask.core.binning import BIN_METHODS
+from pulsnar_dask.core.config import PUConfig, default_of
 from pulsnar_dask.dask_executor.forkserver import start_fork_server
 from pulsnar_dask.errors import PUError
 
@@ -41,13 +42,6 @@ def _positive_int(minimum: int):
         return value
 
     return parse
-
-
-def _resamples(text: str) -> int:
-    value = _positive_int(0)(text)
-    if value == 1:
-        raise argparse.ArgumentTypeError("must be 0 (no interval) or at least 2, got 1")
-    return value
 
 
 def _fraction(text: str) -> float:
@@ -132,56 +126,53 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
         help="serve Dask's dashboard from the local cluster (its address is logged)",
     )
     run.add_argument("--storage-options", default=None, help="fsspec options as JSON")
-    run.add_argument("--n-clusters", type=_positive_int(1), default=None)
-    run.add_argument("--max-clusters", type=_positive_int(1), default=10)
-    run.add_argument("--cluster-selection", choices=("min", "knee"), default="min")
-    run.add_argument(
-        "--max-cluster-features",
-        type=_positive_int(1),
-        default=100,
-        help="cluster the positives on at most this many top-gain features",
-    )
-    run.add_argument(
-        "--min-cluster-fraction",
-        type=_fraction,
-        default=0.02,
-        help="merge mixture components holding less than this share of the positives "
-        "into their neighbours (components under 10 positives always are)",
-    )
-    run.add_argument("--bin-method", choices=BIN_METHODS, default="rice")
-    run.add_argument(
-        "--alpha-estimator",
-        choices=("kernel", "tail", "bbe"),  # alpha.ALPHA_ESTIMATORS (not imported at start-up)
-        default="kernel",
-        help="how each subproblem's alpha is read from its probabilities: the beta-kernel "
-        "objective, the smallest tail ratio, or Best Bin Estimation (cross-fitted)",
-    )
-    run.add_argument("--folds", type=_positive_int(2), default=5)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--iterations", type=_positive_int(1), default=1)
     run.add_argument("--calibrate", action="store_true")
     run.add_argument("--classify", action="store_true")
     run.add_argument("--engine", choices=("auto", "task", "dask"), default="auto")
-    run.add_argument(
-        "--max-unlabeled-ratio",
-        type=float,
-        default=5.0,
-        help="train on at most this many unlabeled rows per positive (all rows are scored; "
-        "0 = no cap)",
-    )
-    run.add_argument(
-        "--interval-resamples",
-        type=_resamples,
-        default=30,  # PUConfig.interval_resamples (not imported at start-up)
-        help="bootstrap resamples of the probabilities behind the 95%% interval of alpha "
-        "(0 = no interval)",
-    )
+    _add_config_options(run)
     run.add_argument("--overwrite", action="store_true")
     run.add_argument(
         "--performance-report",
         default=None,
         help="save Dask's performance report (task stream, profiles) as this HTML file",
     )
+
+
+def _add_config_options(run: argparse.ArgumentParser) -> None:
+    """One option per :class:`PUConfig` field that names a flag: its default, choices and
+    help come from the field's declaration."""
+    settings = run.add_argument_group("settings", "(see PUConfig; checked before any work)")
+    for f in fields(PUConfig):
+        meta = f.metadata
+        if meta["flag"] is None:
+            continue
+        default = default_of(f)
+        settings.add_argument(
+            meta["flag"],
+            dest=f.name,
+            type=meta["parse"],
+            nargs=meta["nargs"],
+            choices=meta["choices"],
+            default=default,
+            help=f"{meta['help']} (default: {default})".replace("%", "%%"),
+        )
+
+
+def config_from_args(args: argparse.Namespace) -> PUConfig:
+    """The settings the command line was given.
+
+    Raises
+    ------
+    PUError
+        For a value :class:`PUConfig` refuses.
+    """
+    values = {f.name: getattr(args, f.name) for f in fields(PUConfig) if f.metadata["flag"]}
+    try:
+        return PUConfig(**values)
+    except ValueError as exc:
+        raise PUError(f"invalid settings: {exc}") from None
 
 
 def _synth(args: argparse.Namespace) -> None:
@@ -245,23 +236,10 @@ def _run(args: argparse.Namespace) -> dict:
     from pulsnar_dask.outputs import RunOutput
     from pulsnar_dask.report import build_report
 
+    config = config_from_args(args)
     storage_options = parse_storage_options(args.storage_options)
     output = RunOutput(args.out, storage_options, overwrite=args.overwrite)
     output.prepare()
-    from pulsnar_dask.core.config import PUConfig
-
-    config = PUConfig(
-        n_folds=args.folds,
-        bin_method=args.bin_method,
-        max_clusters=args.max_clusters,
-        n_clusters=args.n_clusters,
-        cluster_selection=args.cluster_selection,
-        max_cluster_features=args.max_cluster_features,
-        min_cluster_fraction=args.min_cluster_fraction,
-        alpha_estimator=args.alpha_estimator,
-        max_unlabeled_ratio=args.max_unlabeled_ratio or None,
-        interval_resamples=args.interval_resamples,
-    )
     with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
         shown = args.dashboard or _names_a_cluster(args)  # else no dashboard to link to
         logger.info("cluster: %s", (shown and client.dashboard_link) or client.scheduler.address)

@@ -1,9 +1,10 @@
-"""scikit-learn style PULSCAR and PULSNAR estimators on in-memory data.
+"""scikit-learn style PULSCAR and PULSNAR estimators.
 
 ``PULSCAR(...).fit(X, y)`` and ``PULSNAR(...).fit(X, y)`` take numpy arrays or pandas
-frames (``y``: 1 labeled positive, 0 unlabeled) and expose ``alpha_`` and the
-out-of-fold probabilities. They run the same steps (:mod:`pulsnar_dask.core`) that the
-distributed engine fans out over a Dask cluster.
+frames (fitted in this process) or Dask collections (fitted on a cluster), with ``y`` 1 for
+a labeled positive and 0 for unlabeled, and expose ``alpha_`` and the probabilities. Both
+run the one pipeline (:mod:`pulsnar_dask.pipeline.stages`); their parameters are
+:class:`~pulsnar_dask.core.config.PUConfig`'s settings, with its defaults and help.
 """
 
 from __future__ import annotations
@@ -15,48 +16,29 @@ import dask.dataframe as dd
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.density import BANDWIDTH_BOUNDS
+from pulsnar_dask.core.config import PUConfig, parameter_docs
 from pulsnar_dask.pipeline.result import JobResult
 from pulsnar_dask.pipeline.stages import run_pipeline
 
 logger = logging.getLogger(__name__)
 
-_COMMON_DOC = """
-    n_folds : int, default 5
-        Stratified cross-validation folds of the XGBoost classifier.
-    bin_method : {"rice", "square_root", "sturges", "scott", "fd"}, default "rice"
-        Bin-count rule of the beta-kernel densities.
-    alpha_region : {"upper", "all"}, default "upper"
-        Grid points (``z > 0.5`` or all) the alpha objective is minimised over.
-    alpha_estimator : {"kernel", "tail", "bbe"}, default "kernel"
-        Alpha from the beta-kernel objective, the smallest tail ratio, or Best Bin
-        Estimation (cross-fitted), for PULSCAR and for each of PULSNAR's clusters.
-    bandwidth_search : {"local", "global"}, default "local"
-    bandwidth_bounds : (float, float), default (0.05, 0.5)
-        Bandwidth search interval (the reference's is (0.01, 0.5)).
-    kernel_normalization : {"point", "grid"}, default "point"
-        Beta-kernel normalisation: each probability's kernel sums to 1 over the grid, or
-        the reference's single normalisation over the grid.
-    xgb_params : dict or None
-        XGBoost parameter overrides (defaults: ``max_depth=4, eta=0.2``, hist trees).
-    n_rounds : int, default 100
-        Boosting rounds.
-    max_unlabeled_ratio : float or None, default 5.0
-        Train each fold's model on all positives and at most this many unlabeled rows per
-        positive (every row is still scored; ``None``: all rows). Much faster on
-        imbalanced data, and as accurate in the benchmarks.
-    n_iterations : int, default 1
+_D = PUConfig()  # the defaults
+# PUConfig settings that are parameters of both estimators, and of PULSNAR alone
+SCORING_SETTINGS = [
+    "n_folds", "bin_method", "alpha_region", "alpha_estimator", "tail_fraction",
+    "bandwidth_search", "bandwidth_error", "bandwidth_bounds", "kernel_normalization",
+    "xgb_params", "n_rounds", "max_unlabeled_ratio", "calibration_data", "interval_resamples",
+]  # fmt: skip
+CLUSTER_SETTINGS = [
+    "n_clusters", "max_clusters", "cluster_selection", "covariance_type",
+    "max_cluster_features", "max_cluster_rows", "min_cluster_fraction",
+]  # fmt: skip
+_OWN_DOC = """    n_iterations : int, default 1
         Repeats with seeds ``random_state + i``; ``alpha_`` is their mean.
     calibration : {None, "isotonic", "sigmoid"}, default None
         Calibrate probabilities with the estimated alpha (Algorithm 3).
-    calibration_data : {"PU", "U"}, default "PU"
     classify : bool, default False
         Retrain on recovered labels (Algorithm 4); implies isotonic calibration if none.
-    interval_resamples : int, default 30
-        Bootstrap resamples of the probabilities behind ``alpha_interval_`` (0: none).
-    n_jobs : int or None
-        XGBoost threads.
     random_state : int, default 0
 """
 
@@ -66,8 +48,10 @@ class PULSCAR(BaseEstimator):
         """Positive-unlabeled alpha estimation when positives are labeled at random (SCAR).
 
     Parameters
-    ----------"""
-        + _COMMON_DOC
+    ----------
+"""
+        + parameter_docs([*SCORING_SETTINGS, "n_threads"], rename={"n_threads": "n_jobs"})
+        + _OWN_DOC
         + """
     Attributes
     ----------
@@ -95,63 +79,57 @@ class PULSCAR(BaseEstimator):
         With ``classify``.
     """
     )
+    _settings = SCORING_SETTINGS
 
     def __init__(
         self,
         *,
-        n_folds: int = 5,
-        bin_method: str = "rice",
-        alpha_region: str = "upper",
-        alpha_estimator: str = "kernel",
-        bandwidth_search: str = "local",
-        bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
-        kernel_normalization: str = "point",
+        n_folds: int = _D.n_folds,
+        bin_method: str = _D.bin_method,
+        alpha_region: str = _D.alpha_region,
+        alpha_estimator: str = _D.alpha_estimator,
+        tail_fraction: float = _D.tail_fraction,
+        bandwidth_search: str = _D.bandwidth_search,
+        bandwidth_error: str = _D.bandwidth_error,
+        bandwidth_bounds: tuple[float, float] = _D.bandwidth_bounds,
+        kernel_normalization: str = _D.kernel_normalization,
         xgb_params: dict | None = None,
-        n_rounds: int = 100,
-        max_unlabeled_ratio: float | None = 5.0,
+        n_rounds: int = _D.n_rounds,
+        max_unlabeled_ratio: float | None = _D.max_unlabeled_ratio,
+        calibration_data: str = _D.calibration_data,
+        interval_resamples: int = _D.interval_resamples,
+        n_jobs: int | None = _D.n_threads,
         n_iterations: int = 1,
         calibration: str | None = None,
-        calibration_data: str = "PU",
         classify: bool = False,
-        interval_resamples: int = 30,
-        n_jobs: int | None = None,
         random_state: int = 0,
     ):
         self.n_folds = n_folds
         self.bin_method = bin_method
         self.alpha_region = alpha_region
         self.alpha_estimator = alpha_estimator
+        self.tail_fraction = tail_fraction
         self.bandwidth_search = bandwidth_search
+        self.bandwidth_error = bandwidth_error
         self.bandwidth_bounds = bandwidth_bounds
         self.kernel_normalization = kernel_normalization
         self.xgb_params = xgb_params
         self.n_rounds = n_rounds
         self.max_unlabeled_ratio = max_unlabeled_ratio
-        self.n_iterations = n_iterations
-        self.calibration = calibration
         self.calibration_data = calibration_data
-        self.classify = classify
         self.interval_resamples = interval_resamples
         self.n_jobs = n_jobs
+        self.n_iterations = n_iterations
+        self.calibration = calibration
+        self.classify = classify
         self.random_state = random_state
 
-    def _config(self, **extra: Any) -> PUConfig:
+    def _config(self) -> PUConfig:
+        """The settings, checked once (ValueError naming the bad one)."""
+        values = {name: getattr(self, name) for name in self._settings}
+        values["xgb_params"] = dict(self.xgb_params or {})
         return PUConfig(
-            n_folds=self.n_folds,
-            bin_method=self.bin_method,
-            alpha_region=self.alpha_region,
-            alpha_estimator=self.alpha_estimator,
-            bandwidth_search=self.bandwidth_search,
-            bandwidth_bounds=tuple(self.bandwidth_bounds),
-            kernel_normalization=self.kernel_normalization,
-            xgb_params=dict(self.xgb_params or {}),
-            n_rounds=self.n_rounds,
-            max_unlabeled_ratio=self.max_unlabeled_ratio,
-            n_threads=self.n_jobs,
-            calibration_method=self.calibration or "isotonic",
-            calibration_data=self.calibration_data,
-            interval_resamples=self.interval_resamples,
-            **extra,
+            **values, n_threads=self.n_jobs, calibration_method=self.calibration or "isotonic"
         )
 
     def _fit(self, X: Any, y: Any, client: Any, method: str, config: PUConfig) -> PULSCAR:
@@ -223,30 +201,17 @@ class PULSNAR(PULSCAR):
     look SCAR (``method_``).
 
     Parameters
-    ----------"""
-        + _COMMON_DOC
-        + """    n_clusters : int or None, default None
-        Fixed number of clusters; ``None`` chooses it from the BIC curve.
-    max_clusters : int, default 10
-        Largest mixture tried for the BIC curve.
-    cluster_selection : {"min", "knee"}, default "min"
-        Cluster count from the lowest BIC, or from the reference's knee procedure (on the
-        paper's synthetic protocol the minimum finds the 5 subtypes in 32 of 35 runs,
-        the knee in 25; benchmarks/results/synthetic_pulsnar_minbic.md).
-    max_cluster_features : int or None, default 100
-        Cluster on at most this many top-gain features.
-    max_cluster_rows : int or None, default 5000
-        Fit the mixtures on at most this many positives (a seeded sample); every positive
-        is then assigned to a cluster.
-    min_cluster_fraction : float, default 0.02
-        Mixture components with fewer positives than this share are merged into their
-        most probable neighbours.
-    covariance_type : {"full", "diag", "spherical"}, default "full"
-    method : {"auto", "pulsnar"}, default "auto"
+    ----------
+"""
+        + parameter_docs(
+            [*SCORING_SETTINGS, *CLUSTER_SETTINGS, "n_threads"], rename={"n_threads": "n_jobs"}
+        )
+        + _OWN_DOC
+        + """    method : {"auto", "pulsnar"}, default "auto"
         ``auto`` also fits PULSCAR (all positives as one subproblem) and keeps it when
         the positives form one cluster or the clusters hide positives in proportion to
-        their labeled ones (:func:`pulsnar_dask.core.subtypes.choose_method`); ``pulsnar`` always
-        sums the clusters.
+        their labeled ones (:func:`pulsnar_dask.core.subtypes.choose_method`); ``pulsnar``
+        always sums the clusters.
 
     Attributes
     ----------
@@ -271,34 +236,37 @@ class PULSNAR(PULSCAR):
         With ``calibration`` / ``classify``.
     """
     )
+    _settings = SCORING_SETTINGS + CLUSTER_SETTINGS
 
     def __init__(
         self,
         *,
-        n_folds: int = 5,
-        bin_method: str = "rice",
-        alpha_region: str = "upper",
-        alpha_estimator: str = "kernel",
-        bandwidth_search: str = "local",
-        bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
-        kernel_normalization: str = "point",
+        n_folds: int = _D.n_folds,
+        bin_method: str = _D.bin_method,
+        alpha_region: str = _D.alpha_region,
+        alpha_estimator: str = _D.alpha_estimator,
+        tail_fraction: float = _D.tail_fraction,
+        bandwidth_search: str = _D.bandwidth_search,
+        bandwidth_error: str = _D.bandwidth_error,
+        bandwidth_bounds: tuple[float, float] = _D.bandwidth_bounds,
+        kernel_normalization: str = _D.kernel_normalization,
         xgb_params: dict | None = None,
-        n_rounds: int = 100,
-        max_unlabeled_ratio: float | None = 5.0,
+        n_rounds: int = _D.n_rounds,
+        max_unlabeled_ratio: float | None = _D.max_unlabeled_ratio,
+        calibration_data: str = _D.calibration_data,
+        interval_resamples: int = _D.interval_resamples,
+        n_jobs: int | None = _D.n_threads,
         n_iterations: int = 1,
         calibration: str | None = None,
-        calibration_data: str = "PU",
         classify: bool = False,
-        interval_resamples: int = 30,
-        n_jobs: int | None = None,
         random_state: int = 0,
-        n_clusters: int | None = None,
-        max_clusters: int = 10,
-        cluster_selection: str = "min",
-        max_cluster_features: int | None = 100,
-        max_cluster_rows: int | None = 5000,
-        min_cluster_fraction: float = 0.02,
-        covariance_type: str = "full",
+        n_clusters: int | None = _D.n_clusters,
+        max_clusters: int = _D.max_clusters,
+        cluster_selection: str = _D.cluster_selection,
+        covariance_type: str = _D.covariance_type,
+        max_cluster_features: int | None = _D.max_cluster_features,
+        max_cluster_rows: int | None = _D.max_cluster_rows,
+        min_cluster_fraction: float = _D.min_cluster_fraction,
         method: str = "auto",
     ):
         super().__init__(
@@ -306,27 +274,29 @@ class PULSNAR(PULSCAR):
             bin_method=bin_method,
             alpha_region=alpha_region,
             alpha_estimator=alpha_estimator,
+            tail_fraction=tail_fraction,
             bandwidth_search=bandwidth_search,
+            bandwidth_error=bandwidth_error,
             bandwidth_bounds=bandwidth_bounds,
             kernel_normalization=kernel_normalization,
             xgb_params=xgb_params,
             n_rounds=n_rounds,
             max_unlabeled_ratio=max_unlabeled_ratio,
-            n_iterations=n_iterations,
-            calibration=calibration,
             calibration_data=calibration_data,
-            classify=classify,
             interval_resamples=interval_resamples,
             n_jobs=n_jobs,
+            n_iterations=n_iterations,
+            calibration=calibration,
+            classify=classify,
             random_state=random_state,
         )
         self.n_clusters = n_clusters
         self.max_clusters = max_clusters
         self.cluster_selection = cluster_selection
+        self.covariance_type = covariance_type
         self.max_cluster_features = max_cluster_features
         self.max_cluster_rows = max_cluster_rows
         self.min_cluster_fraction = min_cluster_fraction
-        self.covariance_type = covariance_type
         self.method = method
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:
@@ -335,15 +305,6 @@ class PULSNAR(PULSCAR):
         Takes numpy/pandas data, or a Dask dataframe and series with ``client`` (see
         :meth:`PULSCAR.fit`).
         """
-        config = self._config(
-            max_clusters=self.max_clusters,
-            n_clusters=self.n_clusters,
-            cluster_selection=self.cluster_selection,
-            covariance_type=self.covariance_type,
-            max_cluster_features=self.max_cluster_features,
-            max_cluster_rows=self.max_cluster_rows,
-            min_cluster_fraction=self.min_cluster_fraction,
-        )
         if self.method not in ("auto", "pulsnar"):
             raise ValueError(f"method must be 'auto' or 'pulsnar', got {self.method!r}")
-        return self._fit(X, y, client, self.method, config)
+        return self._fit(X, y, client, self.method, self._config())

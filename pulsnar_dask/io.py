@@ -171,16 +171,6 @@ def read_pu_parquet(
     return PUFrame(frame, list(features), label_col, id_col, true_label_col)
 
 
-def pu_frame(data: PUData, first_row_id: int = 0) -> pd.DataFrame:
-    """PU data as a table: ``f0..f{d-1}``, ``label``, ``true_label`` and ``row_id``
-    (``first_row_id``, ``first_row_id + 1``, ...)."""
-    frame = pd.DataFrame(data.X, columns=[f"f{j}" for j in range(data.X.shape[1])])
-    frame["label"] = data.label
-    frame["true_label"] = data.true_label
-    frame["row_id"] = np.arange(first_row_id, first_row_id + data.label.size, dtype=np.int64)
-    return frame
-
-
 def write_pu_parquet(chunks: Iterable[PUData], out: Path) -> tuple[int, float]:
     """Write PU data as a local Parquet dataset, one part file per chunk, atomically.
 
@@ -198,6 +188,8 @@ def write_pu_parquet(chunks: Iterable[PUData], out: Path) -> tuple[int, float]:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     n_rows = n_unlabeled = n_hidden = 0
+    from pulsnar_dask.datasets.synthetic import pu_frame  # sklearn: not at start-up
+
     try:
         for i, data in enumerate(chunks):
             pu_frame(data, n_rows).to_parquet(staging / f"part.{i}.parquet", index=False)

@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 from helpers import free_port, run_cli, small_snar
 
+from pulsnar_dask.errors import PUError
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -383,23 +385,50 @@ def test_a_true_label_column_never_becomes_a_feature(tmp_path, caplog):
     assert "taken as the true-label column" in caplog.text
 
 
-def test_cli_choices_match_the_library_options():
-    """The CLI spells some choices out (to keep its start-up imports light): they must
-    be the library's."""
-    from pulsnar_dask.cli import build_parser
-    from pulsnar_dask.core.alpha import ALPHA_ESTIMATORS
-    from pulsnar_dask.core.config import PUConfig, config_dict
+def test_every_setting_is_declared_once_and_the_cli_and_estimators_follow_it():
+    """PUConfig declares each setting; the CLI's options and the estimators' parameters
+    come from it (defaults, choices), and the CLI reads its values back into a PUConfig."""
+    import inspect
+    from dataclasses import fields
+
+    from pulsnar_dask import PULSCAR, PULSNAR
+    from pulsnar_dask.cli import build_parser, config_from_args
+    from pulsnar_dask.core.config import PUConfig, default_of
 
     run = build_parser()._subparsers._group_actions[0].choices["run"]
     actions = {a.dest: a for a in run._actions}
-    assert tuple(actions["alpha_estimator"].choices) == ALPHA_ESTIMATORS
-    assert actions["alpha_estimator"].default == PUConfig().alpha_estimator
-    # every run option named like a PUConfig setting defaults to the library's default
-    defaults = config_dict(PUConfig())
-    shared = [dest for dest in actions if dest in defaults]
-    assert {"max_cluster_features", "min_cluster_fraction", "interval_resamples"} <= set(shared)
-    for dest in shared:
-        assert actions[dest].default == defaults[dest], dest
+    flagged = [f for f in fields(PUConfig) if f.metadata["flag"]]
+    assert len(flagged) >= 20
+    for f in flagged:
+        action = actions[f.name]
+        assert action.option_strings == [f.metadata["flag"]]
+        assert action.default == default_of(f), f.name
+        assert tuple(action.choices or ()) == tuple(f.metadata["choices"] or ()), f.name
+    base = ["run", "--input", "in", "--out", "out"]
+    assert config_from_args(build_parser().parse_args(base)) == PUConfig()
+    given = config_from_args(
+        build_parser().parse_args(
+            [*base, "--max-unlabeled-ratio", "0", "--n-clusters", "3", "--bandwidth-bounds",
+             "0.1", "0.4", "--xgb-params", '{"max_depth": 3}', "--alpha-estimator", "bbe"]
+        )
+    )  # fmt: skip
+    assert given == PUConfig(
+        max_unlabeled_ratio=None, n_clusters=3, bandwidth_bounds=(0.1, 0.4),
+        xgb_params={"max_depth": 3}, alpha_estimator="bbe",
+    )  # fmt: skip
+    with pytest.raises(PUError, match="tail_fraction must be in"):
+        config_from_args(build_parser().parse_args([*base, "--tail-fraction", "0.7"]))
+    # each estimator parameter that is a setting defaults to it; its _config() is PUConfig()
+    rename = {"n_jobs": "n_threads"}
+    for estimator in (PULSCAR, PULSNAR):
+        params = inspect.signature(estimator.__init__).parameters
+        settings = {f.name: f for f in fields(PUConfig)}
+        shared = [p for p in params if rename.get(p, p) in settings and p != "xgb_params"]
+        assert len(shared) >= 14
+        for name in shared:
+            assert params[name].default == default_of(settings[rename.get(name, name)]), name
+            assert f"    {name} : " in estimator.__doc__, name
+        assert estimator()._config() == PUConfig()
 
 
 def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsys):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pulsnar_dask.core.binning import BIN_METHODS, bin_count
+from pulsnar_dask.core.config import ALPHA_ESTIMATORS, ALPHA_REGIONS, DEFAULT_TAIL_FRACTION
 from pulsnar_dask.core.density import (
     BANDWIDTH_BOUNDS,
     DEFAULT_FINE_BINS,
@@ -38,10 +39,7 @@ from pulsnar_dask.core.density import (
 
 logger = logging.getLogger(__name__)
 
-ALPHA_REGIONS = ("upper", "all")
-ALPHA_ESTIMATORS = ("kernel", "tail", "bbe")
 CANDIDATES = np.arange(10000) / 10000.0
-DEFAULT_TAIL_FRACTION = 0.1
 TAIL_THRESHOLDS = 10
 # Confidence level of BBE's binomial widths (Garg et al. 2021 use delta = 0.1).
 BBE_DELTA = 0.1

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-BIN_METHODS = ("square_root", "sturges", "rice", "scott", "fd")
+from pulsnar_dask.core.config import BIN_METHODS
+
 MAX_BINS = 512
 MIN_BINS = 4
 

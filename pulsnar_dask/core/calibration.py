@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-CALIBRATION_METHODS = ("isotonic", "sigmoid")
-CALIBRATION_DATA = ("PU", "U")
+from pulsnar_dask.core.config import CALIBRATION_DATA, CALIBRATION_METHODS
 
 
 def flips_per_bin(

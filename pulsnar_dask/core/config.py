@@ -1,151 +1,291 @@
-"""PUConfig: every setting of a PU run, its default and its allowed values."""
+"""Every setting of a PU run, declared once: its default, its allowed values and its help.
+
+:class:`PUConfig` is the one declaration. The command line builds its options from the
+fields that name a ``flag`` (:func:`pulsnar_dask.cli.build_parser`), the estimators
+document their parameters from the same help (:func:`parameter_docs`), and a test checks
+their defaults against it. This module imports nothing heavy, so the command line can
+read it at start-up.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+import json
+import textwrap
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any
 
-from pulsnar_dask.core.alpha import (
-    ALPHA_ESTIMATORS,
-    DEFAULT_TAIL_FRACTION,
-)
-from pulsnar_dask.core.binning import BIN_METHODS
-from pulsnar_dask.core.calibration import (
-    CALIBRATION_DATA,
-    CALIBRATION_METHODS,
-)
-from pulsnar_dask.core.density import (
-    BANDWIDTH_BOUNDS,
-    BANDWIDTH_ERRORS,
-    BANDWIDTH_SEARCHES,
-    KERNEL_NORMALIZATIONS,
-)
-from pulsnar_dask.core.mixture import (
-    CLUSTER_SELECTIONS,
-)
-from pulsnar_dask.core.scoring import (
-    DEFAULT_N_ROUNDS,
-)
+BIN_METHODS = ("square_root", "sturges", "rice", "scott", "fd")
+ALPHA_REGIONS = ("upper", "all")
+ALPHA_ESTIMATORS = ("kernel", "tail", "bbe")
+BANDWIDTH_SEARCHES = ("local", "global")
+BANDWIDTH_ERRORS = ("mse", "js")
+BANDWIDTH_BOUNDS = (0.05, 0.5)
+KERNEL_NORMALIZATIONS = ("grid", "point")
+CLUSTER_SELECTIONS = ("knee", "min")
+COVARIANCE_TYPES = ("full", "diag", "spherical")
+CALIBRATION_METHODS = ("isotonic", "sigmoid")
+CALIBRATION_DATA = ("PU", "U")
+DEFAULT_TAIL_FRACTION = 0.1
+DEFAULT_N_ROUNDS = 100
+
+
+def _optional(parse: Callable[[str], Any], none_words: tuple[str, ...] = ("none",)):
+    """A command-line parser that reads ``none`` (and ``none_words``) as ``None``."""
+
+    def read(text: str) -> Any:
+        return None if text.strip().lower() in none_words else parse(text)
+
+    read.__name__ = parse.__name__  # argparse names the type in its error message
+    return read
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object")
+    return value
+
+
+def option(
+    default: Any = MISSING,
+    help: str = "",
+    *,
+    type: str,
+    choices: tuple | None = None,
+    flag: str | None = None,
+    parse: Callable[[str], Any] | None = None,
+    nargs: int | None = None,
+    factory: Callable[[], Any] | None = None,
+) -> Any:
+    """A :class:`PUConfig` field with its documentation.
+
+    Parameters
+    ----------
+    default
+        The default value (or ``factory`` for a mutable one).
+    help : str
+        One or two sentences for the docstrings and the command line's ``--help``.
+    type : str
+        The type as the docstrings show it.
+    choices : tuple or None
+        The allowed values, checked by :class:`PUConfig`.
+    flag : str or None
+        The command-line option (``--folds``); ``None``: not on the command line.
+    parse : callable or None
+        Reads the option's text (default: the type of ``default``).
+    nargs : int or None
+        Values the option takes (``--bandwidth-bounds 0.05 0.5``).
+    """
+    metadata = {
+        "help": help,
+        "type": type,
+        "choices": choices,
+        "flag": flag,
+        "parse": parse or (default.__class__ if default is not None else str),
+        "nargs": nargs,
+    }
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True)
 class PUConfig:
-    """Settings of a PULSCAR/PULSNAR run.
-
-    Attributes
-    ----------
-    n_folds : int
-        Cross-validation folds of the classifier.
-    bin_method : str
-        Bin-count rule of the densities.
-    alpha_region : {"upper", "all"}
-        Grid points the alpha objective's minimum is taken over.
-    alpha_estimator : {"kernel", "tail", "bbe"}
-        How a subproblem's alpha is read from its probabilities (see
-        :mod:`pulsnar_dask.core.alpha`): the kernel objective (default, for PULSCAR and for
-        PULSNAR's clusters), the smallest tail ratio, or Best Bin Estimation; measured on
-        every benchmark family (benchmarks/results/README.md, item 14).
-    tail_fraction : float
-        Share of the positives the tail estimator keeps above its thresholds.
-    bandwidth_search : {"local", "global"}
-    bandwidth_error : {"mse", "js"}
-    bandwidth_bounds : (float, float)
-        Interval of the bandwidth search.
-    kernel_normalization : {"point", "grid"}
-        Beta-kernel normalisation (see :class:`pulsnar_dask.core.density.BetaKernel`).
-    exact_density : bool
-        Use the exact (oracle) kernel density instead of the binned one.
-    xgb_params : mapping
-        XGBoost parameter overrides.
-    n_rounds : int
-        Boosting rounds.
-    max_unlabeled_ratio : float or None
-        Train each fold's model on every positive and at most this many unlabeled rows
-        per positive (all rows are still scored); ``None`` trains on all rows. The
-        default 5 trains imbalanced subproblems several times faster and was as accurate
-        or more in every benchmark (benchmarks/results/README.md).
-    n_threads : int or None
-        XGBoost threads per model.
-    max_clusters : int
-        Largest mixture size tried for the cluster count.
-    n_clusters : int or None
-        Fixed number of clusters (skips the BIC curve).
-    cluster_selection : {"min", "knee"}
-        Lowest BIC, or the reference's knee procedure.
-    covariance_type : str
-        First covariance type of the mixtures.
-    max_cluster_features : int or None
-        Cap on the number of top-gain features the positives are clustered on (100:
-        subtypes that differ only jointly over many features are found; decision record
-        items 17-19).
-    max_cluster_rows : int or None
-        Cap on the positives the mixtures are fitted on (a seeded sample); all positives
-        are then assigned to the chosen mixture's components.
-    min_cluster_fraction : float
-        Components holding fewer than this share of the positives (or fewer than
-        ``MIN_CLUSTER_SIZE``) are merged into their most probable neighbours.
-    calibration_method : {"isotonic", "sigmoid"}
-    calibration_data : {"PU", "U"}
-    interval_resamples : int
-        Bootstrap resamples of the collected probabilities behind the default 95%
-        interval of alpha (:mod:`pulsnar_dask.core.interval`); 0: no interval.
-    """
-
-    n_folds: int = 5
-    bin_method: str = "rice"
-    alpha_region: str = "upper"
-    alpha_estimator: str = "kernel"
-    tail_fraction: float = DEFAULT_TAIL_FRACTION
-    bandwidth_search: str = "local"
-    bandwidth_error: str = "mse"
-    bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS
-    kernel_normalization: str = "point"
-    exact_density: bool = False
-    xgb_params: Mapping[str, Any] = field(default_factory=dict)
-    n_rounds: int = DEFAULT_N_ROUNDS
-    max_unlabeled_ratio: float | None = 5.0
-    n_threads: int | None = None
-    max_clusters: int = 10
-    n_clusters: int | None = None
-    cluster_selection: str = "min"
-    covariance_type: str = "full"
-    max_cluster_features: int | None = 100
-    max_cluster_rows: int | None = 5000
-    min_cluster_fraction: float = 0.02
-    calibration_method: str = "isotonic"
-    calibration_data: str = "PU"
-    interval_resamples: int = 30
+    # The docstring is written from the fields' help below (see the end of this module).
+    n_folds: int = option(
+        5, "Cross-validation folds of each classifier.", type="int", flag="--folds"
+    )
+    bin_method: str = option(
+        "rice",
+        "Bin-count rule of the probability histograms the densities are fitted to.",
+        type="str",
+        choices=BIN_METHODS,
+        flag="--bin-method",
+    )
+    alpha_region: str = option(
+        "upper",
+        "Grid points the alpha objective's minimum is taken over: z > 0.5 (the "
+        "reference's) or all.",
+        type="str",
+        choices=ALPHA_REGIONS,
+        flag="--alpha-region",
+    )
+    alpha_estimator: str = option(
+        "kernel",
+        "How each subproblem's alpha is read from its probabilities: the beta-kernel "
+        "objective, the smallest tail ratio, or Best Bin Estimation (cross-fitted); "
+        "measured on every benchmark family (decision record, item 14).",
+        type="str",
+        choices=ALPHA_ESTIMATORS,
+        flag="--alpha-estimator",
+    )
+    tail_fraction: float = option(
+        DEFAULT_TAIL_FRACTION,
+        "Share of the positives the tail reader keeps above its thresholds, in (0, 0.5).",
+        type="float",
+        flag="--tail-fraction",
+    )
+    bandwidth_search: str = option(
+        "local",
+        "Bandwidth search of the beta kernels.",
+        type="str",
+        choices=BANDWIDTH_SEARCHES,
+        flag="--bandwidth-search",
+    )
+    bandwidth_error: str = option(
+        "mse",
+        "Error the bandwidth search minimises against the histogram.",
+        type="str",
+        choices=BANDWIDTH_ERRORS,
+        flag="--bandwidth-error",
+    )
+    bandwidth_bounds: tuple[float, float] = option(
+        BANDWIDTH_BOUNDS,
+        "Interval of the bandwidth search (the reference's is 0.01 0.5).",
+        type="(float, float)",
+        flag="--bandwidth-bounds",
+        parse=float,
+        nargs=2,
+    )
+    kernel_normalization: str = option(
+        "point",
+        "Beta-kernel normalisation: each probability's kernel sums to 1 over the grid, "
+        "or the reference's single normalisation over the grid.",
+        type="str",
+        choices=KERNEL_NORMALIZATIONS,
+        flag="--kernel-normalization",
+    )
+    exact_density: bool = option(
+        False,
+        "Use the exact (oracle) kernel density instead of the binned one.",
+        type="bool",
+    )
+    xgb_params: Mapping[str, Any] = option(
+        help="XGBoost parameter overrides (defaults: max_depth=4, eta=0.2, hist trees, "
+        "64 bins); on the command line a JSON object.",
+        type="mapping",
+        factory=dict,
+        flag="--xgb-params",
+        parse=_json_object,
+    )
+    n_rounds: int = option(
+        DEFAULT_N_ROUNDS, "Boosting rounds of each classifier.", type="int", flag="--n-rounds"
+    )
+    max_unlabeled_ratio: float | None = option(
+        5.0,
+        "Train each fold's model on every positive and at most this many unlabeled rows "
+        "per positive (every row is still scored); none (or 0 on the command line) trains "
+        "on all rows. Several times faster on imbalanced data, and as accurate or more in "
+        "every benchmark.",
+        type="float or None",
+        flag="--max-unlabeled-ratio",
+        parse=_optional(float, ("none", "0", "0.0")),
+    )
+    n_threads: int | None = option(
+        None,
+        "XGBoost threads per model; none: one per task on a Dask cluster, XGBoost's "
+        "default in process.",
+        type="int or None",
+    )
+    max_clusters: int = option(
+        10,
+        "Largest mixture of the positives tried for the cluster count.",
+        type="int",
+        flag="--max-clusters",
+    )
+    n_clusters: int | None = option(
+        None,
+        "Fixed number of clusters of positives (skips the BIC curve); none: chosen.",
+        type="int or None",
+        flag="--n-clusters",
+        parse=_optional(int),
+    )
+    cluster_selection: str = option(
+        "min",
+        "Cluster count from the lowest BIC, or from the reference's knee procedure.",
+        type="str",
+        choices=CLUSTER_SELECTIONS,
+        flag="--cluster-selection",
+    )
+    covariance_type: str = option(
+        "full",
+        "Covariance of the mixtures' components (falling back to simpler ones where a fit fails).",
+        type="str",
+        choices=COVARIANCE_TYPES,
+        flag="--covariance-type",
+    )
+    max_cluster_features: int | None = option(
+        100,
+        "Cluster the positives on at most this many top-gain features (100 finds "
+        "subtypes that differ only jointly over many features; decision record, items "
+        "17-19); none: all.",
+        type="int or None",
+        flag="--max-cluster-features",
+        parse=_optional(int),
+    )
+    max_cluster_rows: int | None = option(
+        5000,
+        "Fit the mixtures on at most this many positives (a seeded sample); every "
+        "positive is then assigned to a cluster; none: all.",
+        type="int or None",
+        flag="--max-cluster-rows",
+        parse=_optional(int),
+    )
+    min_cluster_fraction: float = option(
+        0.02,
+        "Merge mixture components holding less than this share of the positives into "
+        "their most probable neighbours (components under 10 positives always are).",
+        type="float",
+        flag="--min-cluster-fraction",
+    )
+    calibration_method: str = option(
+        "isotonic",
+        "Regression that calibrates the probabilities with the estimated alpha (Algorithm 3).",
+        type="str",
+        choices=CALIBRATION_METHODS,
+        flag="--calibration-method",
+    )
+    calibration_data: str = option(
+        "PU",
+        "Rows the calibration is fitted on: positives and unlabeled, or unlabeled only.",
+        type="str",
+        choices=CALIBRATION_DATA,
+        flag="--calibration-data",
+    )
+    interval_resamples: int = option(
+        30,
+        "Bootstrap resamples of the probabilities behind the 95% interval of alpha; 0: "
+        "no interval.",
+        type="int",
+        flag="--interval-resamples",
+    )
 
     def __post_init__(self) -> None:
-        choices = {
-            "bin_method": BIN_METHODS,
-            "alpha_region": ("upper", "all"),
-            "alpha_estimator": ALPHA_ESTIMATORS,
-            "bandwidth_search": BANDWIDTH_SEARCHES,
-            "bandwidth_error": BANDWIDTH_ERRORS,
-            "kernel_normalization": KERNEL_NORMALIZATIONS,
-            "cluster_selection": CLUSTER_SELECTIONS,
-            "covariance_type": ("full", "diag", "spherical"),
-            "calibration_method": CALIBRATION_METHODS,
-            "calibration_data": CALIBRATION_DATA,
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
+        """Check every value; raise ValueError naming the setting."""
+        for f in fields(self):
+            allowed = f.metadata["choices"]
+            if allowed and getattr(self, f.name) not in allowed:
                 raise ValueError(
-                    f"invalid {name} {getattr(self, name)!r}; choose one of {', '.join(allowed)}"
+                    f"invalid {f.name} {getattr(self, f.name)!r}; choose one of "
+                    f"{', '.join(allowed)}"
                 )
+        object.__setattr__(self, "bandwidth_bounds", tuple(self.bandwidth_bounds))
         low, high = self.bandwidth_bounds
         if not 0 < low < high:
             raise ValueError(f"bandwidth bounds must satisfy 0 < low < high, got {low}, {high}")
         if not 0 < self.tail_fraction < 0.5:
             raise ValueError(f"tail_fraction must be in (0, 0.5), got {self.tail_fraction}")
-        if self.n_folds < 2:
-            raise ValueError(f"n_folds must be at least 2, got {self.n_folds}")
-        if self.max_clusters < 1:
-            raise ValueError(f"max_clusters must be at least 1, got {self.max_clusters}")
-        if self.n_clusters is not None and self.n_clusters < 1:
-            raise ValueError(f"n_clusters must be at least 1, got {self.n_clusters}")
+        at_least = {"n_folds": 2, "n_rounds": 1, "max_clusters": 1}
+        at_least_or_none = {"n_clusters": 1, "max_cluster_features": 1, "max_cluster_rows": 1}
+        for name, low in [*at_least.items(), *at_least_or_none.items()]:
+            value = getattr(self, name)
+            if (value is not None or name in at_least) and not value >= low:
+                raise ValueError(f"{name} must be at least {low}, got {value}")
+        if self.max_unlabeled_ratio is not None and not self.max_unlabeled_ratio > 0:
+            raise ValueError(
+                f"max_unlabeled_ratio must be positive (or None), got {self.max_unlabeled_ratio}"
+            )
         if not 0 <= self.min_cluster_fraction < 1:
             raise ValueError(
                 f"min_cluster_fraction must be in [0, 1), got {self.min_cluster_fraction}"
@@ -161,6 +301,32 @@ class PUConfig:
         return replace(self, **changes)
 
 
+def default_of(f: Field) -> Any:
+    """A field's default value."""
+    return f.default_factory() if f.default is MISSING else f.default
+
+
+def parameter_docs(names: list[str] | None = None, rename: Mapping[str, str] | None = None) -> str:
+    """numpy-style entries for some settings (``None``: all), from their declarations.
+
+    ``rename`` maps a setting to the name it has where it is documented (an estimator's
+    ``n_jobs`` for ``n_threads``).
+    """
+    rename = rename or {}
+    by_name = {f.name: f for f in fields(PUConfig)}
+    out = []
+    for name in names if names is not None else list(by_name):
+        f = by_name[name]
+        kind = f.metadata["type"]
+        if f.metadata["choices"]:
+            kind = "{" + ", ".join(repr(c) for c in f.metadata["choices"]) + "}"
+        help_text = textwrap.fill(
+            f.metadata["help"], width=88, initial_indent=" " * 8, subsequent_indent=" " * 8
+        )
+        out.append(f"    {rename.get(name, name)} : {kind}, default {default_of(f)!r}\n{help_text}")
+    return "\n".join(out) + "\n"
+
+
 def config_dict(config: PUConfig) -> dict[str, Any]:
     """The settings as plain JSON values (tuples as lists, the XGBoost overrides as a dict)."""
     out = {}
@@ -172,3 +338,9 @@ def config_dict(config: PUConfig) -> dict[str, Any]:
             else (dict(value) if isinstance(value, Mapping) else value)
         )
     return out
+
+
+PUConfig.__doc__ = (
+    "Settings of a PULSCAR/PULSNAR run (each checked when the config is made).\n\n"
+    "    Attributes\n    ----------\n" + parameter_docs()
+)

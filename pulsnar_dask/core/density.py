@@ -16,14 +16,18 @@ from scipy.optimize import differential_evolution, minimize_scalar
 from scipy.spatial.distance import jensenshannon
 from scipy.special import betaln
 
+from pulsnar_dask.core.config import (
+    BANDWIDTH_BOUNDS,
+    BANDWIDTH_ERRORS,
+    BANDWIDTH_SEARCHES,
+    KERNEL_NORMALIZATIONS,
+)
+
 DEFAULT_FINE_BINS = 512
 # The reference searches [0.01, 0.5]. On the paper's synthetic protocol the histogram fit
 # then settles on the 0.01 floor, where the alpha objective, a minimum over noisy density
 # ratios, is biased low; with the point-normalised kernel a 0.05 floor halves PULSCAR's
 # error and barely moves alpha elsewhere (benchmarks/results/README.md).
-BANDWIDTH_BOUNDS = (0.05, 0.5)
-BANDWIDTH_SEARCHES = ("local", "global")
-BANDWIDTH_ERRORS = ("mse", "js")
 _CLIP = 1e-12
 _CHUNK = 1 << 16
 
@@ -93,9 +97,6 @@ def histogram_density(probabilities: np.ndarray, n_bins: int) -> np.ndarray:
     p = np.asarray(probabilities, dtype=float)
     counts = np.bincount(np.minimum((p * n_bins).astype(np.int64), n_bins - 1), minlength=n_bins)
     return counts / counts.sum()
-
-
-KERNEL_NORMALIZATIONS = ("grid", "point")
 
 
 class BetaKernel:

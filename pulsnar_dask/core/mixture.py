@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from pulsnar_dask.core.config import CLUSTER_SELECTIONS
+
 if TYPE_CHECKING:
     from sklearn.mixture import GaussianMixture
 
 logger = logging.getLogger(__name__)
 
-CLUSTER_SELECTIONS = ("knee", "min")
 COVARIANCE_FALLBACK = ("full", "diag", "spherical")
 MIN_CLUSTER_SIZE = 10
 REG_COVAR = 1e-6

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pulsnar_dask.core.config import DEFAULT_N_ROUNDS
+
 if TYPE_CHECKING:
     import xgboost as xgb
 
@@ -28,7 +30,6 @@ DEFAULT_XGB_PARAMS: dict[str, Any] = {
     # on the paper's benchmarks (benchmarks/results/README.md).
     "max_bin": 64,
 }
-DEFAULT_N_ROUNDS = 100
 
 
 def booster_params(

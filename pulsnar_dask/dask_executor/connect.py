@@ -183,14 +183,25 @@ class ProcessCluster:
         Single-threaded worker processes to start.
     memory_limit : str
         Memory limit of each worker.
+    nanny : bool
+        Start each worker under a nanny, which restarts it when it passes 95% of its
+        memory limit (as ``dask worker`` does by default); without one the limit only
+        pauses and spills.
     """
 
-    def __init__(self, workdir: str | Path, n_workers: int = 2, memory_limit: str = "auto"):
+    def __init__(
+        self,
+        workdir: str | Path,
+        n_workers: int = 2,
+        memory_limit: str = "auto",
+        nanny: bool = False,
+    ):
         self._dask = str(Path(sys.executable).parent / "dask")
         scheduler_file = Path(workdir) / "scheduler.json"
         scheduler_file.unlink(missing_ok=True)
         self.procs: list[subprocess.Popen] = []
         self.memory_limit = memory_limit
+        self.nanny = nanny
         self._spawn(
             "scheduler",
             "--host",
@@ -220,7 +231,7 @@ class ProcessCluster:
         return proc
 
     def add_worker(self) -> subprocess.Popen:
-        """Start one more single-threaded worker process (without a nanny)."""
+        """Start one more single-threaded worker process."""
         return self._spawn(
             "worker",
             self.address,
@@ -229,7 +240,7 @@ class ProcessCluster:
             "--no-dashboard",
             "--host",
             "127.0.0.1",
-            "--no-nanny",
+            "--nanny" if self.nanny else "--no-nanny",
             "--memory-limit",
             self.memory_limit,
         )

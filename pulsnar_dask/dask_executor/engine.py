@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 import dask
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 from distributed import Client, Future, progress, wait
@@ -98,8 +99,7 @@ def _gain_task(parts, features, label, id_col, config, seed):
 
 def _trainable_part(part, id_col, label, threshold, seed):
     """The rows of one partition a model may train on (see ``trainable_rows``)."""
-    keep = trainable_rows(part[id_col].to_numpy(), part[label].to_numpy(), threshold, seed)
-    return part[keep]
+    return part[trainable_rows(part[id_col].to_numpy(), part[label].to_numpy(), threshold, seed)]
 
 
 def _keep_rows(part, label, id_col, positive_ids):
@@ -108,6 +108,15 @@ def _keep_rows(part, label, id_col, positive_ids):
 
 def _relabel(part, label, id_col, flipped_ids):
     return part.assign(**{label: part[label].where(~part[id_col].isin(flipped_ids), 1)})
+
+
+_PREDICTION_META = pd.DataFrame({"id": np.array([], dtype=np.int64), "p": np.array([], "f4")})
+
+
+def _predict_part(part, booster, columns, id_col):
+    """A model's probabilities for one partition's rows, with their ids."""
+    proba = booster.inplace_predict(part[columns]) if len(part) else np.array([], "f4")
+    return pd.DataFrame({"id": part[id_col].to_numpy(), "p": proba})
 
 
 def _add_folds(part, id_col, label, hashes, n_folds, seed, threshold):
@@ -210,8 +219,9 @@ class DaskExecutor:
         return self.client.gather(futures)
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
-        """Gain importance on the positives and the capped unlabeled rows: the workers
-        pick those rows, and only they travel to the one task that fits the model."""
+        """Gain importance on the positives and the capped unlabeled rows, which the
+        workers pick: one task on the ``task`` engine (the same model as in process),
+        ``xgboost.dask`` over the workers on the ``dask`` engine."""
         puf = self.puf
         threshold = subsample_threshold(self.row_ids, self.labels, config.max_unlabeled_ratio, seed)
         frame = puf.frame
@@ -219,10 +229,32 @@ class DaskExecutor:
             frame = frame.map_partitions(
                 _trainable_part, puf.id, puf.label, threshold, seed, meta=frame._meta
             )
+        if self.engine == "dask":
+            params = booster_params(config.xgb_params, seed, config.n_threads)
+            booster = self._train(frame, self.features, params, config.n_rounds)
+            scores = booster.get_score(importance_type="gain")
+            return np.array([scores.get(c, 0.0) for c in self.features])
         parts = self.client.compute(frame.to_delayed())
         return self.client.submit(
             _gain_task, parts, self.features, puf.label, puf.id, config, seed, pure=False
         ).result()
+
+    def _train(self, frame: dd.DataFrame, columns: list[str], params: dict, n_rounds: int):
+        """An XGBoost model trained on ``xgboost.dask``, each worker on its partitions,
+        positives weighted as in process (``scale_pos_weight``)."""
+        import xgboost.dask as dxgb
+
+        label = self.puf.label
+        n_pos, n_all = dask.compute((frame[label] == 1).sum(), frame.shape[0])
+        dtrain = dxgb.DaskQuantileDMatrix(
+            self.client, frame[columns], frame[label], max_bin=params.get("max_bin", 256)
+        )
+        return dxgb.train(
+            self.client,
+            {**params, "scale_pos_weight": (n_all - n_pos) / max(n_pos, 1)},
+            dtrain,
+            num_boost_round=n_rounds,
+        )["booster"]
 
     def positives(self, columns: Sequence[str]) -> np.ndarray:
         puf = self.puf
@@ -289,58 +321,51 @@ class DaskExecutor:
             out.append(Scored(ids, labels, proba))
         return out
 
-    def _score_dask(self, request: ScoreRequest) -> Scored:
-        """One scoring on ``xgboost.dask``: each fold's model trained on all workers."""
-        import xgboost.dask as dxgb
+    def _share(self, value: Any) -> Future:
+        """Send a value every partition task needs to every worker once (a graph would
+        carry it again with each computation)."""
+        return self.client.scatter([value], broadcast=True)[0]
 
+    def _score_dask(self, request: ScoreRequest) -> Scored:
+        """One scoring on ``xgboost.dask``: each fold's model trained on all workers,
+        then every row scored where it lies (only ids and probabilities come back)."""
         puf, config, seed = self.puf, request.config, request.seed
         frame = puf.frame
         if request.positive_ids is not None:
+            positive_ids = self._share(request.positive_ids)
             frame = frame.map_partitions(
-                _keep_rows, puf.label, puf.id, request.positive_ids, meta=frame._meta
+                _keep_rows, puf.label, puf.id, positive_ids, meta=frame._meta
             )
         if request.flipped_ids is not None:
-            frame = frame.map_partitions(
-                _relabel, puf.label, puf.id, request.flipped_ids, meta=frame._meta
-            )
+            flipped_ids = self._share(request.flipped_ids)
+            frame = frame.map_partitions(_relabel, puf.label, puf.id, flipped_ids, meta=frame._meta)
         row_ids, labels = self._request_rows(request)
-        hashes = sorted_label_hashes(row_ids, labels, seed)
+        hashes = self._share(sorted_label_hashes(row_ids, labels, seed))
         threshold = subsample_threshold(row_ids, labels, config.max_unlabeled_ratio, seed)
         meta = frame._meta.assign(
             _fold=np.array([], dtype=np.int8), _train=np.array([], dtype=bool)
         )
+        # not persisted: a second copy of the table would double the workers' memory
         frame = frame.map_partitions(
             _add_folds, puf.id, puf.label, hashes, config.n_folds, seed, threshold, meta=meta
-        ).persist()
+        )
         params = booster_params(config.xgb_params, seed, config.n_threads)
         columns = list(request.features)
-        id_parts, proba_parts = [], []
+        scored = []
         for fold in range(config.n_folds):
             logger.info("%s: fold %d of %d on xgboost.dask", request.name, fold + 1, config.n_folds)
-            train = frame[(frame["_fold"] != fold) & frame["_train"]]
+            booster = self._train(
+                frame[(frame["_fold"] != fold) & frame["_train"]], columns, params, config.n_rounds
+            )
             held_out = frame[frame["_fold"] == fold]
-            n_pos, n_all = dask.compute((train[puf.label] == 1).sum(), train.shape[0])
-            dtrain = dxgb.DaskQuantileDMatrix(
-                self.client, train[columns], train[puf.label], max_bin=params.get("max_bin", 256)
+            scored.append(
+                held_out.map_partitions(
+                    _predict_part, booster, columns, puf.id, meta=_PREDICTION_META
+                ).compute()
             )
-            booster = dxgb.train(
-                self.client,
-                {**params, "scale_pos_weight": (n_all - n_pos) / max(n_pos, 1)},
-                dtrain,
-                num_boost_round=config.n_rounds,
-            )["booster"]
-            del dtrain
-            # Both follow held_out's partition order, so they line up row for row.
-            id_parts.append(held_out[puf.id].compute().to_numpy())
-            proba_parts.append(
-                np.asarray(
-                    dxgb.predict(self.client, booster, held_out[columns]).compute(), dtype=float
-                )
-            )
-        ids, proba = np.concatenate(id_parts), np.concatenate(proba_parts)
-        order = np.argsort(ids, kind="stable")
-        ids, proba = ids[order], proba[order]
-        return Scored(ids, labels[np.searchsorted(row_ids, ids)], proba)
+        table = pd.concat(scored, ignore_index=True).sort_values("id", kind="stable")
+        ids = table["id"].to_numpy()
+        return Scored(ids, labels[np.searchsorted(row_ids, ids)], table["p"].to_numpy(float))
 
 
 def run_job(

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pandas as pd
 from sklearn.datasets import make_classification
 
 SCENARIOS = ("scar", "snar")
@@ -220,11 +222,40 @@ def iter_pu_chunks(
     Yields
     ------
     PUData
-        ``ceil((n_pos + n_unlab) / chunk_rows)`` chunks, deterministic in ``random_state``.
+        ``ceil((n_pos + n_unlab) / chunk_rows)`` chunks, deterministic in ``random_state``;
+        chunk ``i`` is :func:`pu_chunk` with ``index=i`` (so chunks can be drawn apart,
+        e.g. one per Dask partition on the workers).
     """
-    pos_counts, unl_counts = pu_composition(scenario, n_pos, n_unlab, alpha, n_subtypes)
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
+    n_chunks = max(1, -(-(n_pos + n_unlab) // chunk_rows))
+    for i in range(n_chunks):
+        yield pu_chunk(
+            scenario, n_pos, n_unlab, n_features, alpha, chunk_rows, i, class_sep, n_subtypes,
+            random_state,
+        )  # fmt: skip
+
+
+def pu_chunk(
+    scenario: str,
+    n_pos: int,
+    n_unlab: int,
+    n_features: int,
+    alpha: float,
+    chunk_rows: int,
+    index: int,
+    class_sep: float = 0.3,
+    n_subtypes: int = 5,
+    random_state: int = 0,
+) -> PUData:
+    """Chunk ``index`` of :func:`iter_pu_chunks` with the same arguments.
+
+    Returns
+    -------
+    PUData
+        About ``chunk_rows`` rows.
+    """
+    pos_counts, unl_counts = pu_composition(scenario, n_pos, n_unlab, alpha, n_subtypes)
     model = ClassModel.create(
         pos_counts.size, n_features, class_sep, np.random.default_rng([random_state, 0])
     )
@@ -233,16 +264,62 @@ def iter_pu_chunks(
         (0, c, n) for c, n in enumerate(unl_counts)
     ]
     shares = np.array([_split_counts(int(n), np.ones(n_chunks)) for _, _, n in groups])
-    for i in range(n_chunks):
-        rng = np.random.default_rng([random_state, i + 1])
-        parts = [
-            (model.sample(c, int(n), rng), lab, c)
-            for (lab, c, _), n in zip(groups, shares[:, i], strict=True)
-            if n
-        ]
-        order = rng.permutation(sum(len(x) for x, _, _ in parts))
-        yield PUData(
-            X=np.concatenate([x for x, _, _ in parts])[order],
-            label=np.concatenate([np.full(len(x), lab, np.int8) for x, lab, _ in parts])[order],
-            true_label=np.concatenate([np.full(len(x), c, np.int8) for x, _, c in parts])[order],
-        )
+    rng = np.random.default_rng([random_state, index + 1])
+    parts = [
+        (model.sample(c, int(n), rng), lab, c)
+        for (lab, c, _), n in zip(groups, shares[:, index], strict=True)
+        if n
+    ]
+    order = rng.permutation(sum(len(x) for x, _, _ in parts))
+    return PUData(
+        X=np.concatenate([x for x, _, _ in parts])[order],
+        label=np.concatenate([np.full(len(x), lab, np.int8) for x, lab, _ in parts])[order],
+        true_label=np.concatenate([np.full(len(x), c, np.int8) for x, _, c in parts])[order],
+    )
+
+
+def pu_frame(data: PUData, first_row_id: int = 0) -> pd.DataFrame:
+    """PU data as a table: ``f0..f{d-1}``, ``label``, ``true_label`` and ``row_id``
+    (``first_row_id``, ``first_row_id + 1``, ...)."""
+    frame = pd.DataFrame(data.X, columns=[f"f{j}" for j in range(data.X.shape[1])])
+    frame["label"] = data.label
+    frame["true_label"] = data.true_label
+    frame["row_id"] = np.arange(first_row_id, first_row_id + data.label.size, dtype=np.int64)
+    return frame
+
+
+def _chunk_frame(index: int, args: tuple, chunk_rows: int) -> pd.DataFrame:
+    return pu_frame(pu_chunk(*args[:5], chunk_rows, index, *args[5:]), index * 2 * chunk_rows)
+
+
+def synthetic_dask_frame(
+    scenario: str,
+    n_pos: int,
+    n_unlab: int,
+    n_features: int,
+    alpha: float,
+    chunk_rows: int = 50_000,
+    class_sep: float = 0.3,
+    n_subtypes: int = 5,
+    random_state: int = 0,
+) -> Any:
+    """:func:`iter_pu_chunks`'s data as a Dask dataframe whose partitions (one chunk each)
+    are drawn on the workers: a table of any size without files or client memory.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        :func:`pu_frame` columns; chunk ``i``'s row ids start at ``2 i chunk_rows``.
+    """
+    import dask.dataframe as dd
+
+    n_chunks = max(1, -(-(n_pos + n_unlab) // chunk_rows))
+    args = (scenario, n_pos, n_unlab, n_features, alpha, class_sep, n_subtypes, random_state)
+    empty = PUData(
+        X=np.empty((0, n_features), np.float32),
+        label=np.empty(0, np.int8),
+        true_label=np.empty(0, np.int8),
+    )
+    return dd.from_map(
+        _chunk_frame, list(range(n_chunks)), args=(args, chunk_rows), meta=pu_frame(empty)
+    )
