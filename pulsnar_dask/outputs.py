@@ -13,10 +13,8 @@ import logging
 import uuid
 from typing import Any
 
-import dask
 import dask.dataframe as dd
 import fsspec
-import numpy as np
 import pandas as pd
 from fsspec.implementations.local import LocalFileSystem
 
@@ -26,15 +24,6 @@ logger = logging.getLogger(__name__)
 
 SUMMARY = "summary.json"
 PREDICTIONS = "predictions"
-
-
-def _attach(part: pd.DataFrame, id_col: str, table: pd.DataFrame) -> pd.DataFrame:
-    """Join one partition's (id, label) rows with the result columns, by id."""
-    out = part.reset_index(drop=True)
-    values = table.reindex(out[id_col].to_numpy())
-    for column in table.columns:
-        out[column] = values[column].to_numpy()
-    return out
 
 
 class RunOutput:
@@ -87,20 +76,22 @@ class RunOutput:
     ) -> str:
         """Have the workers write (id, label, result columns) as Parquet; return its URL.
 
+        The result columns are split by row id over as many partitions as the input has
+        and joined to the input's (id, label) rows by a shuffle, so each worker receives
+        its share of them, never the whole table.
+
         Parameters
         ----------
         frame : dask.dataframe.DataFrame
             The input, with ``id_col`` and ``label_col``.
         table : pandas.DataFrame
-            Result columns indexed by row id.
+            Result columns indexed by row id, sorted.
         """
         self.fs.makedirs(self.path, exist_ok=True)
         staged = f"{self.staging}/{PREDICTIONS}"
-        meta = frame._meta[[id_col, label_col]].reset_index(drop=True)
-        for column in table.columns:
-            meta[column] = np.array([], dtype=table[column].dtype)
-        rows = frame[[id_col, label_col]].map_partitions(
-            _attach, id_col, dask.delayed(table), meta=meta
+        results = dd.from_pandas(table, npartitions=max(frame.npartitions, 1), sort=True)
+        rows = frame[[id_col, label_col]].merge(
+            results, left_on=id_col, right_index=True, how="left"
         )
         rows.to_parquet(self._url(staged), storage_options=self.storage_options, write_index=False)
         final = f"{self.path}/{PREDICTIONS}"

@@ -135,6 +135,10 @@ def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
         "calibrated_probability",
         "improved_probability",
     } <= set(predictions)
+    # joined to the input rows by id: every row once, results that follow its label
+    assert predictions["row_id"].is_unique and predictions.notna().all().all()
+    by_label = predictions.groupby("label")["probability"].mean()
+    assert by_label[1] > by_label[0] + 0.2
     for name in ("report.html", "densities.png", "objective.png", "bic.png", "calibration.png"):
         assert (out / name).stat().st_size > 0
     assert not list(out.glob("_staging*"))
