@@ -1,24 +1,58 @@
 """PULSNAR at growing size on a separately started 2-worker cluster.
 
-U = 100k, 300k and 1M rows (P = U/20, 100 features, SNAR, drawn by the chunked
-generator: the paper's would need 12 x 1M x 100 values at once). A scheduler and two
-single-threaded worker processes are started first (as a user's cluster would be), then
-``pulsnar-dask run --scheduler`` runs as its own client process under /usr/bin/time, so
-its peak RSS is the client's alone. The largest run also saves Dask's performance report
-(task stream) next to the results. Writes benchmarks/results/scale.{csv,md}.
+P = U/20, 100 features, SNAR, drawn by the chunked generator (the paper's would need
+12 x 1M x 100 values at once). A scheduler and single-threaded worker processes are started
+first (as a user's cluster would be), then ``pulsnar-dask run --scheduler`` runs as its own
+client process under /usr/bin/time, so its peak RSS is the client's alone. The workers'
+RSS is sampled every 0.2 s and split by the run's stages (from its log), giving the memory
+each stage needs per worker as rows grow, and a linear projection to ten times the largest
+size on ten workers. The largest run also saves Dask's performance report.
 
     python jobs/benchmark_scale.py [--sizes 100000 300000 1000000]
+    python jobs/benchmark_scale.py --sizes 500000 1000000 2000000 --memory-limit 2GiB \\
+        --nanny --calibrate --classify --name memory
 """
 
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import psutil
 from common import RESULTS, synthetic_parquet, timed_run
 
 from pulsnar_dask.dask_executor.connect import ProcessCluster
+
+# The run's stages, by the first words of the log line that starts each.
+STAGES = {
+    "reading and checking": "input",
+    "PULSNAR: importance": "importance and clustering",
+    "scoring:": "subproblems",
+    "95% interval": "interval",
+    "calibrating": "calibration",
+    "classification:": "retrain",
+    "writing the predictions": "outputs",
+}
+
+
+def stage_peaks(summary: dict) -> dict[str, float]:
+    """Largest worker RSS (MiB) sampled during each stage of a run."""
+    starts = []
+    for line in summary["stderr"].splitlines():
+        for words, stage in STAGES.items():
+            if f": {words}" in line:
+                moment = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                starts.append((moment, stage))
+    starts.sort()
+    peaks = {}
+    for i, (begin, stage) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else float("inf")
+        inside = [max(rss) for t, rss in summary["samples"] if begin <= t < end]
+        peaks[stage] = max(inside, default=float("nan"))
+    return peaks
 
 
 def main() -> None:
@@ -26,15 +60,22 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
     parser.add_argument("--data", type=Path, default=Path("/tmp/pulsnar-scale"))
     parser.add_argument("--method", default="pulsnar")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--memory-limit", default="10GiB", help="each worker's")
+    parser.add_argument("--nanny", action="store_true", help="workers restarted past 95%%")
+    parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--classify", action="store_true")
     parser.add_argument(
         "--n-clusters", type=int, default=None, help="fix PULSNAR's cluster count (fan-out size)"
     )
     parser.add_argument("--name", default="scale", help="results file name")
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
-    rows = []
-    with ProcessCluster(args.data, n_workers=2, memory_limit="10GiB") as cluster:
-        address = cluster.address
+    rows, stages = [], []
+    with ProcessCluster(
+        args.data, n_workers=args.workers, memory_limit=args.memory_limit, nanny=args.nanny
+    ) as cluster:
+        workers = [psutil.Process(p.pid) for p in cluster.workers]
         for n_unlab in args.sizes:
             path = args.data / f"snar_{n_unlab}"
             partitions = max(2, n_unlab // 50_000)
@@ -42,6 +83,7 @@ def main() -> None:
                 path, "snar", n_unlab // 20, n_unlab, 100, 0.2, partitions=partitions, chunked=True
             )
             extra = ["--n-clusters", str(args.n_clusters)] if args.n_clusters else []
+            extra += ["--calibrate"] * args.calibrate + ["--classify"] * args.classify
             if n_unlab == max(args.sizes):
                 extra += [
                     "--performance-report",
@@ -49,50 +91,96 @@ def main() -> None:
                 ]
             summary = timed_run(
                 [
-                    "--input",
-                    str(path),
-                    "--method",
-                    args.method,
-                    "--out",
-                    str(args.data / "out"),
-                    "--scheduler",
-                    address,
-                    *extra,
-                ]
-            )
+                    "--input", str(path), "--method", args.method, "--out",
+                    str(args.data / "out"), "--scheduler", cluster.address, *extra,
+                ],
+                watch=workers,
+                quiet=False,
+            )  # fmt: skip
+            n_rows = n_unlab + n_unlab // 20
             rows.append(
                 {
                     "n_unlabeled": n_unlab,
-                    "n_rows": n_unlab + n_unlab // 20,
+                    "n_rows": n_rows,
                     "wall_s": summary["wall_s"],
                     "job_s": summary["seconds"],
-                    "us_per_row": 1e6 * summary["wall_s"] / (n_unlab + n_unlab // 20),
+                    "us_per_row": 1e6 * summary["wall_s"] / n_rows,
                     "client_peak_rss_mib": summary["peak_rss_mib"],
+                    "worker_peak_rss_mib": max(
+                        (max(rss) for _, rss in summary["samples"]), default=float("nan")
+                    ),
                     "alpha": summary["alpha"],
                     "true_alpha": true_alpha,
                     "n_clusters": summary["n_clusters"],
                     "engine": summary["engine"],
                 }
             )
-            print(rows[-1], flush=True)
-    table = pd.DataFrame(rows)
+            stages.append({"n_rows": n_rows, **stage_peaks(summary)})
+            print(rows[-1], stages[-1], flush=True)
+    write(args, pd.DataFrame(rows), pd.DataFrame(stages))
+
+
+def write(args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFrame) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     table.to_csv(RESULTS / f"{args.name}.csv", index=False)
+    stages.to_csv(RESULTS / f"{args.name}_stages.csv", index=False)
+    options = " ".join(
+        f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
+        for k, v in vars(args).items()
+        if k in ("memory_limit", "nanny", "calibrate", "classify", "n_clusters") and v
+    )
     lines = [
-        f"# {args.method.upper()} scale run: 2 separately started workers, P = U/20, 100 "
-        f"features{f', --n-clusters {args.n_clusters}' if args.n_clusters else ''}",
+        f"# {args.method.upper()} scale run: {args.workers} separately started workers, "
+        f"P = U/20, 100 features ({options})",
         "",
-        "| U | rows | wall (s) | job (s) | us per row | client peak RSS (MiB) | alpha "
-        "| true alpha | clusters | engine |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| U | rows | wall (s) | job (s) | us per row | client peak RSS (MiB) | worker peak "
+        "RSS (MiB) | alpha | true alpha | clusters | engine |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    for r in table.to_dict("records"):
         lines.append(
             f"| {r['n_unlabeled']:,} | {r['n_rows']:,} | {r['wall_s']:.1f} | {r['job_s']:.1f} | "
-            f"{r['us_per_row']:.1f} | {r['client_peak_rss_mib']:.0f} | {r['alpha']:.4f} | "
-            f"{r['true_alpha']:.4f} | {r['n_clusters']} | {r['engine']} |"
+            f"{r['us_per_row']:.1f} | {r['client_peak_rss_mib']:.0f} | "
+            f"{r['worker_peak_rss_mib']:.0f} | {r['alpha']:.4f} | {r['true_alpha']:.4f} | "
+            f"{r['n_clusters']} | {r['engine']} |"
         )
+    if len(stages) >= 2:
+        lines += projection(args, table, stages)
     (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+
+
+def projection(args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFrame) -> list:
+    """Per-stage worker peaks against rows per worker, with a least-squares line taken to
+    ten times the largest size on ten workers (and the client's peak to ten times)."""
+    per_worker = stages["n_rows"] / args.workers
+    target_rows = 10 * stages["n_rows"].max()
+    target = target_rows / 10
+    names = [c for c in stages.columns if c != "n_rows"]
+    lines = [
+        "",
+        f"Largest RSS of a worker process during each stage (MiB), by rows per worker; last "
+        f"column: the least-squares line at {target_rows:,.0f} rows on 10 workers "
+        f"({target:,.0f} rows per worker).",
+        "",
+        "| stage | " + " | ".join(f"{r:,.0f} rows/worker" for r in per_worker)
+        + " | projected |",
+        "|---|" + "---|" * (len(per_worker) + 1),
+    ]  # fmt: skip
+    for name in names:
+        values = stages[name].to_numpy(float)
+        ok = np.isfinite(values)
+        slope, intercept = np.polyfit(per_worker[ok], values[ok], 1) if ok.sum() >= 2 else (0, 0)
+        lines.append(
+            f"| {name} | " + " | ".join(f"{v:.0f}" for v in values)
+            + f" | {intercept + slope * target:.0f} |"
+        )  # fmt: skip
+    slope, intercept = np.polyfit(table["n_rows"], table["client_peak_rss_mib"], 1)
+    lines.append(
+        "| client (whole run) | "
+        + " | ".join(f"{v:.0f}" for v in table["client_peak_rss_mib"])
+        + f" | {intercept + slope * target_rows:.0f} |"
+    )  # fmt: skip
+    return lines
 
 
 if __name__ == "__main__":

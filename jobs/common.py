@@ -73,8 +73,16 @@ def _tree_rss(proc: psutil.Process) -> tuple[int, int]:
     return sum(sizes), max(sizes)
 
 
-def timed_run(args: list[str], env: dict | None = None) -> dict:
+def timed_run(
+    args: list[str],
+    env: dict | None = None,
+    watch: list[psutil.Process] | None = None,
+    quiet: bool = True,
+) -> dict:
     """Run ``pulsnar-dask run`` as its own process under /usr/bin/time.
+
+    ``watch``: further processes (a cluster's workers) whose RSS is sampled with the
+    client's; ``quiet=False`` keeps the run's log (``stderr`` in the result).
 
     Returns
     -------
@@ -84,9 +92,12 @@ def timed_run(args: list[str], env: dict | None = None) -> dict:
         than waited for by the client), and, sampled every 0.2 s over the client and
         everything it started, ``peak_process_rss_mib`` (the largest single process) and
         ``peak_tree_rss_mib`` (the largest sum; pages shared by forked workers count in
-        each of them).
+        each of them); with ``watch``, ``samples``: (``time.time()``, largest RSS in MiB
+        of each watched process and its children).
     """
-    command = ["/usr/bin/time", "-v", *CLI, "run", *args, "--quiet", "--overwrite"]
+    command = ["/usr/bin/time", "-v", *CLI, "run", *args, "--overwrite"]
+    if quiet:
+        command.append("--quiet")
     start = time.perf_counter()
     proc = subprocess.Popen(
         command,
@@ -96,6 +107,7 @@ def timed_run(args: list[str], env: dict | None = None) -> dict:
         env={**os.environ, **(env or {})},
     )
     peak = [0, 0]
+    samples: list[tuple[float, list[float]]] = []
     done = threading.Event()
 
     def sample() -> None:
@@ -105,6 +117,9 @@ def timed_run(args: list[str], env: dict | None = None) -> dict:
                 peak[:] = map(max, peak, _tree_rss(root))
             except psutil.Error:
                 return
+            if watch:
+                moment = time.time()
+                samples.append((moment, [_tree_rss(w)[1] / 2**20 for w in watch]))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -120,4 +135,6 @@ def timed_run(args: list[str], env: dict | None = None) -> dict:
     summary["peak_rss_mib"] = int(rss.group(1)) / 1024 if rss else float("nan")
     summary["peak_tree_rss_mib"] = peak[0] / 2**20
     summary["peak_process_rss_mib"] = peak[1] / 2**20
+    summary["samples"] = samples
+    summary["stderr"] = stderr
     return summary

@@ -284,6 +284,7 @@ def _run(args: argparse.Namespace) -> dict:
                 columns["improved_probability"] = result.improved
             table = pd.DataFrame(columns, index=pd.Index(result.row_ids, name=puf.id))
             summary = result.summary()
+            logger.info("writing the predictions, the report and the summary to %s", args.out)
             summary["input"] = args.input
             summary["predictions"] = output.write_predictions(puf.frame, puf.id, puf.label, table)
             page, images = build_report(result, summary)

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
-from helpers import small_snar
+from helpers import run_cli, small_snar
 
 from pulsnar_dask import PULSNAR
 from pulsnar_dask.dask_executor.engine import run_job
@@ -26,14 +26,24 @@ def data(tmp_path_factory):
     return path, small_snar(path, partitions=4)
 
 
-def test_task_engine_matches_the_in_memory_estimator(client, data):
+def test_task_engine_and_the_cli_match_the_in_memory_estimator(client, data, tmp_path, capsys):
+    """One pipeline: numpy in process, the Dask engine and the command line (its own
+    local cluster) give the same alpha on the task path."""
     puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     result = run_job(client, puf, method="pulsnar", seed=2, engine="task")
     _, d = data
     est = PULSNAR(random_state=2, n_jobs=1, method="pulsnar").fit(d.X, d.label)
     assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
     np.testing.assert_allclose(result.cluster_alphas, est.cluster_alphas_)
-    assert result.n_clusters == est.n_clusters_
+    assert result.n_clusters == est.n_clusters_ > 1
+    status, summary, err = run_cli(
+        ["run", "--input", str(data[0]), "--out", str(tmp_path / "out"), "--method", "pulsnar",
+         "--seed", "2", "--engine", "task", "--true-label-col", "true_label", "--n-workers", "2"],
+        capsys,
+    )  # fmt: skip
+    assert status == 0, err
+    assert summary["alpha"] == pytest.approx(est.alpha_, abs=1e-9)
+    assert summary["cluster_alphas"] == pytest.approx(list(est.cluster_alphas_), abs=1e-9)
 
 
 def test_auto_method_matches_the_in_memory_estimator(client, data):

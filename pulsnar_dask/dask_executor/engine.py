@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -188,18 +187,19 @@ class DaskExecutor:
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Persist the table on the workers, check it, and bring ids and labels here."""
         puf = self.puf
-        frame = puf.frame.persist()
+        frame = self.client.persist(puf.frame)
         self.puf = puf = replace(puf, frame=frame)
         n_inf = int(
-            frame[puf.features]
-            .map_partitions(lambda p: pd.Series([np.isinf(p.to_numpy(dtype=float)).sum()]))
-            .sum()
-            .compute()
+            self._get(
+                frame[puf.features]
+                .map_partitions(lambda p: pd.Series([np.isinf(p.to_numpy(dtype=float)).sum()]))
+                .sum()
+            )
         )
         if n_inf:
             raise PUError(f"the feature columns hold {n_inf} infinite value(s)")
         columns = [puf.id, puf.label] + ([puf.true_label] if puf.true_label else [])
-        table = frame[columns].compute().sort_values(puf.id, kind="stable")
+        table = self._get(frame[columns]).sort_values(puf.id, kind="stable")
         ids, labels = table[puf.id].to_numpy(), table[puf.label].to_numpy()
         check_labels(ids, labels, f"id column '{puf.id}'", f"label column '{puf.label}'")
         self.row_ids, self.labels = ids, labels.astype(np.int8)
@@ -209,6 +209,10 @@ class DaskExecutor:
         self._placements = _round_robin(workers)
         true = table[puf.true_label].to_numpy() if puf.true_label else None
         return self.row_ids, self.labels, true
+
+    def _get(self, collection: Any) -> Any:
+        """Compute a collection on this executor's client (never a default one)."""
+        return self.client.compute(collection).result()
 
     def _gather(self, futures: list[Future]) -> list[Any]:
         if self.show_progress:
@@ -245,7 +249,8 @@ class DaskExecutor:
         import xgboost.dask as dxgb
 
         label = self.puf.label
-        n_pos, n_all = dask.compute((frame[label] == 1).sum(), frame.shape[0])
+        counts = self.client.compute([(frame[label] == 1).sum(), frame.shape[0]])
+        n_pos, n_all = self.client.gather(counts)
         dtrain = dxgb.DaskQuantileDMatrix(
             self.client, frame[columns], frame[label], max_bin=params.get("max_bin", 256)
         )
@@ -259,7 +264,7 @@ class DaskExecutor:
     def positives(self, columns: Sequence[str]) -> np.ndarray:
         puf = self.puf
         frame = puf.frame
-        rows = frame[frame[puf.label] == 1][[puf.id, *columns]].compute()
+        rows = self._get(frame[frame[puf.label] == 1][[puf.id, *columns]])
         return rows.sort_values(puf.id, kind="stable")[list(columns)].to_numpy(np.float32)
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
@@ -359,9 +364,11 @@ class DaskExecutor:
             )
             held_out = frame[frame["_fold"] == fold]
             scored.append(
-                held_out.map_partitions(
-                    _predict_part, booster, columns, puf.id, meta=_PREDICTION_META
-                ).compute()
+                self._get(
+                    held_out.map_partitions(
+                        _predict_part, booster, columns, puf.id, meta=_PREDICTION_META
+                    )
+                )
             )
         table = pd.concat(scored, ignore_index=True).sort_values("id", kind="stable")
         ids = table["id"].to_numpy()
