@@ -327,12 +327,15 @@ def _demo(args: argparse.Namespace) -> dict:
 
 
 def _quiet_distributed(level: int) -> None:
-    """Raise the level of Dask's own loggers (they set theirs when imported)."""
-    import distributed  # noqa: F401 - import first so its loggers exist
+    """Raise the level of Dask's own loggers (they set theirs when imported); the
+    shuffle that joins the predictions to the rows reports each shuffle as a warning,
+    which is routine here: those only from errors up."""
+    import distributed.shuffle  # noqa: F401 - import first so their loggers exist
 
     for name in list(logging.root.manager.loggerDict):
         if name == "distributed" or name.startswith("distributed."):
-            logging.getLogger(name).setLevel(level)
+            shuffle = name.startswith("distributed.shuffle")
+            logging.getLogger(name).setLevel(max(level, logging.ERROR) if shuffle else level)
 
 
 def _names_a_cluster(args: argparse.Namespace) -> bool:
