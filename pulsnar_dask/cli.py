@@ -154,6 +154,7 @@ def _add_config_options(run: argparse.ArgumentParser) -> None:
             dest=f.name,
             type=meta["parse"],
             nargs=meta["nargs"],
+            metavar=meta["metavar"],
             choices=meta["choices"],
             default=default,
             help=f"{meta['help']} (default: {default})".replace("%", "%%"),

@@ -143,10 +143,11 @@ class PULSCAR(BaseEstimator):
             from pulsnar_dask.dask_executor.engine import DaskExecutor
             from pulsnar_dask.io import PUFrame, with_row_ids
 
+            client = client or default_client()
             label, row_id = "__pu_label__", "__pu_row_id__"
-            frame = with_row_ids(X.assign(**{label: y}), row_id)
+            frame = with_row_ids(X.assign(**{label: y}), row_id, client)
             puf = PUFrame(frame, [str(c) for c in X.columns], label, row_id, None)
-            executor = DaskExecutor(client or default_client(), puf)
+            executor = DaskExecutor(client, puf)
         else:
             from pulsnar_dask.pipeline.in_process import InProcessExecutor
 

@@ -67,9 +67,11 @@ def _is_numeric(dtype: Any) -> bool:
     return pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
 
 
-def with_row_ids(frame: dd.DataFrame, id_col: str) -> dd.DataFrame:
-    """Add ``id_col`` as the global row position (partition offset + position)."""
-    lengths = frame.map_partitions(len).compute()
+def with_row_ids(frame: dd.DataFrame, id_col: str, client: Any = None) -> dd.DataFrame:
+    """Add ``id_col`` as the global row position (partition offset + position); the
+    partition lengths are counted on ``client`` (default: the default scheduler)."""
+    counts = frame.map_partitions(len)
+    lengths = client.compute(counts).result() if client is not None else counts.compute()
     offsets = np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64)
 
     def add_ids(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:

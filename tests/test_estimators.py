@@ -68,11 +68,23 @@ def test_calibration_and_classification_improve_on_pu_labels(snar):
         (np.ones((3, 2)), [0, 1], "has 3 rows but y has 2"),
         (np.array([[1.0, np.inf], [0, 0], [1, 1]]), [0, 1, 0], "infinite"),
         (np.ones(3), [0, 1, 0], "2-dimensional"),
+        (np.ones((3, 2)), pd.array([0, 1, pd.NA], dtype="boolean"), "found <NA> \\(1 rows\\)"),
     ],
 )
 def test_bad_inputs(X, y, message):
     with pytest.raises(ValueError, match=message):
         PULSCAR().fit(X, y)
+
+
+def test_a_retrain_without_unlabeled_rows_left_is_refused_in_one_line():
+    """Where alpha reads so high that relabeling leaves fewer unlabeled rows than folds,
+    the retrain cannot run: a PUError saying so, not an error from a fold."""
+    from pulsnar_dask.errors import PUError
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(208, 3)), np.r_[np.ones(200), np.zeros(8)]
+    with pytest.raises(PUError, match="cannot retrain on the recovered labels: 208 positives"):
+        PULSCAR(classify=True, interval_resamples=0).fit(X, y)
 
 
 def test_bad_options():

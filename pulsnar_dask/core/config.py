@@ -30,11 +30,11 @@ DEFAULT_TAIL_FRACTION = 0.1
 DEFAULT_N_ROUNDS = 100
 
 
-def _optional(parse: Callable[[str], Any], none_words: tuple[str, ...] = ("none",)):
-    """A command-line parser that reads ``none`` (and ``none_words``) as ``None``."""
+def _optional(parse: Callable[[str], Any]):
+    """A command-line parser that reads ``none`` as ``None``."""
 
     def read(text: str) -> Any:
-        return None if text.strip().lower() in none_words else parse(text)
+        return None if text.strip().lower() == "none" else parse(text)
 
     read.__name__ = parse.__name__  # argparse names the type in its error message
     return read
@@ -45,6 +45,20 @@ def _json_object(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("expected a JSON object")
     return value
+
+
+_json_object.__name__ = "JSON object"  # argparse: "invalid JSON object value: ..."
+
+
+def _ratio_or_none(text: str) -> float | None:
+    """A ratio; ``none`` or zero (no cap) read as ``None``."""
+    if text.strip().lower() == "none":
+        return None
+    value = float(text)
+    return None if value == 0 else value
+
+
+_ratio_or_none.__name__ = "float"
 
 
 def option(
@@ -77,13 +91,16 @@ def option(
     nargs : int or None
         Values the option takes (``--bandwidth-bounds 0.05 0.5``).
     """
+    if flag and parse is None and (default is None or isinstance(default, bool)):
+        raise TypeError(f"{flag}: give parse= (the default's type cannot read the text)")
     metadata = {
         "help": help,
         "type": type,
         "choices": choices,
         "flag": flag,
-        "parse": parse or (default.__class__ if default is not None else str),
+        "parse": parse or default.__class__,
         "nargs": nargs,
+        "metavar": ("LOW", "HIGH") if nargs == 2 else None,
     }
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
@@ -180,7 +197,7 @@ class PUConfig:
         "every benchmark.",
         type="float or None",
         flag="--max-unlabeled-ratio",
-        parse=_optional(float, ("none", "0", "0.0")),
+        parse=_ratio_or_none,
     )
     n_threads: int | None = option(
         None,

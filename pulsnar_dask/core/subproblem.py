@@ -114,7 +114,7 @@ def estimate_subproblem(
 
 def canonical_subproblem(
     X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Put a subproblem's rows in canonical order (by row id), check it, and assign folds.
 
     Returns

@@ -217,7 +217,7 @@ class DaskExecutor:
     def _gather(self, futures: list[Future]) -> list[Any]:
         if self.show_progress:
             with contextlib.redirect_stdout(sys.stderr):  # Dask draws its bar on stdout
-                progress(futures, notebook=False)
+                progress(futures, notebook=False, scheduler=self.client.scheduler.address)
         else:
             wait(futures)
         return self.client.gather(futures)

@@ -60,9 +60,15 @@ class InProcessExecutor:
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
         return importance_gain(self.X, self.y, self.row_ids, config, seed)
 
+    def _columns(self, columns: Sequence[str]) -> np.ndarray:
+        """The features ``columns`` (the array itself when they are all, in order)."""
+        if list(columns) == self.features:
+            return self.X
+        position = {name: i for i, name in enumerate(self.features)}
+        return self.X[:, [position[c] for c in columns]]
+
     def positives(self, columns: Sequence[str]) -> np.ndarray:
-        index = [self.features.index(c) for c in columns]
-        return self.X[self.y == 1][:, index]
+        return self._columns(columns)[self.y == 1]
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         return [fn(*args) for args in calls]
@@ -78,7 +84,7 @@ class InProcessExecutor:
             labels = self.y.copy()
             if r.flipped_ids is not None:
                 labels[r.flipped_ids] = 1  # row ids are positions
-            X = self.X[:, [self.features.index(c) for c in r.features]]
+            X = self._columns(r.features)
             out.append(
                 Scored(
                     *cross_validated_scores(

@@ -66,8 +66,9 @@ class JobResult:
         The default 95% interval of alpha and the readings it spans
         (:mod:`pulsnar_dask.core.interval`); ``None`` with ``interval_resamples=0``.
     settings : dict
-        What was asked for: method, seed, iterations, calibration, classification,
-        engine, the number of feature columns, and every :class:`PUConfig` field.
+        What was asked for: method, seed, iterations, calibration, classification, the
+        number of feature columns, every :class:`PUConfig` field, and what the caller
+        adds (the engine asked for, on Dask).
     seconds : float
         Wall time of the job, from reading to the last result.
     timings : dict

@@ -80,7 +80,8 @@ class ScoreRequest:
 
 @dataclass
 class Scored:
-    """Out-of-fold probabilities of a request's rows, by ascending row id."""
+    """Out-of-fold probabilities of a request's rows, by ascending row id; ``labels`` are
+    the labels the models trained on (after the request's relabeling)."""
 
     row_ids: np.ndarray
     labels: np.ndarray
@@ -128,18 +129,19 @@ def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_na
     ------
     PUError
     """
-    if labels.size == 0:
+    if len(labels) == 0:
         raise PUError("the input has no rows")
-    bad = ~np.isin(labels, (0, 1))
+    values = pd.Series(labels, dtype=object)  # any dtype, missing values included
+    bad = ~values.isin([0, 1]).to_numpy(dtype=bool)
     if bad.any():
-        values = pd.Series(labels[bad]).value_counts(dropna=False)
-        shown = ", ".join(f"{v!r} ({n} rows)" for v, n in values.head(5).items())
+        counts = values[bad].value_counts(dropna=False)
+        shown = ", ".join(f"{v!r} ({n} rows)" for v, n in counts.head(5).items())
         raise PUError(f"{label_name} must hold only 0 and 1; found {shown}")
-    duplicated = row_ids[1:] == row_ids[:-1]
+    duplicated = pd.Series(row_ids).duplicated().to_numpy()
     if duplicated.any():
         raise PUError(
             f"{id_name} has {int(duplicated.sum())} duplicate value(s), "
-            f"e.g. {row_ids[1:][duplicated][0]!r}"
+            f"e.g. {row_ids[duplicated][0]!r}"
         )
     if not (labels == 1).any():
         raise PUError(f"no labeled positives ({label_name} = 1) in the input")
@@ -323,6 +325,10 @@ def run_pipeline(
     if classify:
         stage("classification: retraining on recovered labels")
         new_labels = relabel_top(labels, calibrated, alpha)
+        try:
+            check_subproblem(new_labels, config)
+        except ValueError as exc:
+            raise PUError(f"cannot retrain on the recovered labels: {exc}") from None
         retrain = ScoreRequest(
             features,
             None,
