@@ -268,12 +268,13 @@ class DaskExecutor:
         return rows.sort_values(puf.id, kind="stable")[list(columns)].to_numpy(np.float32)
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
-        """Submit every call at once; each array they share is sent to the cluster once."""
+        """Submit every call at once; each array they share is sent to every worker once
+        (so the calls can run on any worker, not only where the array was sent)."""
         sent: dict[int, Future] = {}
         for args in calls:
             for a in args:
                 if isinstance(a, np.ndarray) and id(a) not in sent:
-                    sent[id(a)] = self.client.scatter(a)
+                    sent[id(a)] = self.client.scatter(a, broadcast=True)
         futures = [
             self.client.submit(fn, *[sent.get(id(a), a) for a in args], pure=False)
             for args in calls
