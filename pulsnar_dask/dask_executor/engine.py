@@ -283,13 +283,8 @@ class DaskExecutor:
 
     def _request_rows(self, request: ScoreRequest) -> tuple[np.ndarray, np.ndarray]:
         """A request's row ids and labels (after relabeling), by ascending id."""
-        labels = self.labels.copy()
-        if request.flipped_ids is not None:
-            labels[np.isin(self.row_ids, request.flipped_ids)] = 1
-        if request.positive_ids is None:
-            return self.row_ids, labels
-        keep = (self.labels == 0) | np.isin(self.row_ids, request.positive_ids)
-        return self.row_ids[keep], labels[keep]
+        keep, labels = request.rows(self.row_ids, self.labels)
+        return self.row_ids[keep], labels
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
         if self.engine == "dask":

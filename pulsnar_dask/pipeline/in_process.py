@@ -76,20 +76,7 @@ class InProcessExecutor:
     def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
         out = []
         for r in requests:
-            rows = (
-                np.ones(self.y.size, bool)
-                if r.positive_ids is None
-                else (self.y == 0) | np.isin(self.row_ids, r.positive_ids)
-            )
-            labels = self.y.copy()
-            if r.flipped_ids is not None:
-                labels[r.flipped_ids] = 1  # row ids are positions
-            X = self._columns(r.features)
-            out.append(
-                Scored(
-                    *cross_validated_scores(
-                        X[rows], labels[rows], self.row_ids[rows], r.config, r.seed
-                    )
-                )
-            )
+            keep, labels = r.rows(self.row_ids, self.y)
+            X, ids = self._columns(r.features)[keep], self.row_ids[keep]
+            out.append(Scored(*cross_validated_scores(X, labels, ids, r.config, r.seed)))
         return out

@@ -77,6 +77,23 @@ class ScoreRequest:
     seed: int
     name: str
 
+    def rows(self, row_ids: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of the table's rows the scoring uses, and the labels it trains on.
+
+        Returns
+        -------
+        (keep, labels)
+            ``keep``: bool mask over ``row_ids``; ``labels``: the labels of the kept rows
+            after relabeling, int8.
+        """
+        keep = np.ones(len(labels), dtype=bool)
+        if self.positive_ids is not None:
+            keep = (labels == 0) | np.isin(row_ids, self.positive_ids)
+        new = np.asarray(labels, dtype=np.int8)[keep]
+        if self.flipped_ids is not None:
+            new[np.isin(row_ids[keep], self.flipped_ids)] = 1
+        return keep, new
+
 
 @dataclass
 class Scored:
@@ -225,12 +242,13 @@ def run_pipeline(
     )
 
     def request(columns: Sequence[str], positive_ids: np.ndarray | None, it: int, name="all"):
+        made = ScoreRequest(list(columns), positive_ids, None, config, seed + it, f"{name}-it{it}")
         if positive_ids is not None:
             try:
-                check_subproblem(labels[(labels == 0) | np.isin(row_ids, positive_ids)], config)
+                check_subproblem(made.rows(row_ids, labels)[1], config)
             except ValueError as exc:
                 raise PUError(f"a subproblem is too small: {exc}") from None
-        return ScoreRequest(list(columns), positive_ids, None, config, seed + it, f"{name}-it{it}")
+        return made
 
     def subproblems(requests: list[ScoreRequest]) -> list[SubproblemResult]:
         return [
