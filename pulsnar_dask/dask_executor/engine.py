@@ -61,27 +61,25 @@ TASK_MEMORY_SHARE = 0.15
 
 
 def _rows(
-    parts: Sequence[pd.DataFrame],
-    features: Sequence[str],
-    label: str,
-    id_col: str,
-    positive_ids: np.ndarray | None = None,
+    parts: Sequence[pd.DataFrame], features: Sequence[str], label: str, id_col: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Concatenate partitions into (X, labels, ids), keeping the unlabeled rows and either
-    all positives or only ``positive_ids``."""
+    """Concatenate partitions into (X, labels, ids)."""
     frame = pd.concat(parts, ignore_index=True)
-    if positive_ids is not None:
-        keep = (frame[label].to_numpy() == 0) | frame[id_col].isin(positive_ids).to_numpy()
-        frame = frame[keep]
     X = frame[list(features)].to_numpy(dtype=np.float32)
     return X, frame[label].to_numpy().astype(np.int8), frame[id_col].to_numpy()
 
 
+def _request_part(part: pd.DataFrame, request: ScoreRequest, label: str, id_col: str):
+    """A partition's rows of a scoring, with the labels it trains on (``request.rows``)."""
+    keep, labels = request.rows(part[id_col].to_numpy(), part[label].to_numpy())
+    return part[keep].assign(**{label: labels})
+
+
 def _scoring_rows_task(parts, request: ScoreRequest, label, id_col):
     """A scoring's rows on one worker, relabeled and in canonical order."""
-    X, y, ids = _rows(parts, request.features, label, id_col, request.positive_ids)
-    if request.flipped_ids is not None:
-        y[np.isin(ids, request.flipped_ids)] = 1
+    frame = _request_part(pd.concat(parts, ignore_index=True), request, label, id_col)
+    X = frame[list(request.features)].to_numpy(dtype=np.float32)
+    y, ids = frame[label].to_numpy(), frame[id_col].to_numpy()
     return canonical_subproblem(X, y, ids, request.config, request.seed)
 
 
@@ -99,14 +97,6 @@ def _gain_task(parts, features, label, id_col, config, seed):
 def _trainable_part(part, id_col, label, threshold, seed):
     """The rows of one partition a model may train on (see ``trainable_rows``)."""
     return part[trainable_rows(part[id_col].to_numpy(), part[label].to_numpy(), threshold, seed)]
-
-
-def _keep_rows(part, label, id_col, positive_ids):
-    return part[(part[label] == 0) | part[id_col].isin(positive_ids)]
-
-
-def _relabel(part, label, id_col, flipped_ids):
-    return part.assign(**{label: part[label].where(~part[id_col].isin(flipped_ids), 1)})
 
 
 _PREDICTION_META = pd.DataFrame({"id": np.array([], dtype=np.int64), "p": np.array([], "f4")})
@@ -331,15 +321,13 @@ class DaskExecutor:
         """One scoring on ``xgboost.dask``: each fold's model trained on all workers,
         then every row scored where it lies (only ids and probabilities come back)."""
         puf, config, seed = self.puf, request.config, request.seed
-        frame = puf.frame
-        if request.positive_ids is not None:
-            positive_ids = self._share(request.positive_ids)
-            frame = frame.map_partitions(
-                _keep_rows, puf.label, puf.id, positive_ids, meta=frame._meta
-            )
-        if request.flipped_ids is not None:
-            flipped_ids = self._share(request.flipped_ids)
-            frame = frame.map_partitions(_relabel, puf.label, puf.id, flipped_ids, meta=frame._meta)
+        frame = puf.frame.map_partitions(
+            _request_part,
+            self._share(request),  # its id arrays go to each worker once
+            puf.label,
+            puf.id,
+            meta=puf.frame._meta.assign(**{puf.label: np.array([], dtype=np.int8)}),
+        )
         row_ids, labels = self._request_rows(request)
         hashes = self._share(sorted_label_hashes(row_ids, labels, seed))
         threshold = subsample_threshold(row_ids, labels, config.max_unlabeled_ratio, seed)
