@@ -72,7 +72,7 @@ def _rows(
 def _request_part(part: pd.DataFrame, request: ScoreRequest, label: str, id_col: str):
     """A partition's rows of a scoring, with the labels it trains on (``request.rows``)."""
     keep, labels = request.rows(part[id_col].to_numpy(), part[label].to_numpy())
-    return part[keep].assign(**{label: labels})
+    return (part if keep.all() else part[keep]).assign(**{label: labels})
 
 
 def _scoring_rows_task(parts, request: ScoreRequest, label, id_col):
@@ -321,13 +321,15 @@ class DaskExecutor:
         """One scoring on ``xgboost.dask``: each fold's model trained on all workers,
         then every row scored where it lies (only ids and probabilities come back)."""
         puf, config, seed = self.puf, request.config, request.seed
-        frame = puf.frame.map_partitions(
-            _request_part,
-            self._share(request),  # its id arrays go to each worker once
-            puf.label,
-            puf.id,
-            meta=puf.frame._meta.assign(**{puf.label: np.array([], dtype=np.int8)}),
-        )
+        frame = puf.frame
+        if request.positive_ids is not None or request.flipped_ids is not None:
+            frame = frame.map_partitions(
+                _request_part,
+                self._share(request),  # its id arrays go to each worker once
+                puf.label,
+                puf.id,
+                meta=frame._meta.assign(**{puf.label: np.array([], dtype=np.int8)}),
+            )
         row_ids, labels = self._request_rows(request)
         hashes = self._share(sorted_label_hashes(row_ids, labels, seed))
         threshold = subsample_threshold(row_ids, labels, config.max_unlabeled_ratio, seed)
