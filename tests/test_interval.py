@@ -122,3 +122,24 @@ def test_alpha_alone_is_what_the_full_reading_gives(reader):
     sub = subproblem(p_pos, p_unl, config)
     full = read_alpha(sub.probabilities, sub.labels, config, 3).alpha
     assert alpha_value(sub.probabilities, sub.labels, config, 3) == full
+
+
+def test_a_subtype_cut_into_two_clusters_counts_once_and_distinct_subtypes_add_up():
+    """Clusters cut from one subtype claim the same hidden positives; the interval's
+    readings count them once, and still add up subtypes that claim different rows."""
+    config = PUConfig(interval_resamples=4, claim_overlap=0.5)
+    rng = np.random.default_rng(4)
+    n_u = 3000
+    kind = rng.choice(3, n_u, p=[0.7, 0.15, 0.15])  # negatives, subtype A, subtype B
+    scores = rng.beta(2, 8, (2, n_u))
+    scores[0, kind == 1] = rng.beta(8, 2, np.sum(kind == 1))  # A's classifier finds A
+    scores[1, kind == 2] = rng.beta(8, 2, np.sum(kind == 2))
+    halves = [subproblem(rng.beta(8, 2, 200), scores[0], config, 1000 * i) for i in range(2)]
+    other = subproblem(rng.beta(8, 2, 200), scores[1], config, 5000)
+    cut = alpha_interval({"pulsnar": [*halves, other]}, config, seed=1)
+    one_subtype = halves[0].alpha + other.alpha
+    assert cut.readings["pulsnar kernel"][0] == pytest.approx(one_subtype, abs=0.01)
+    summed = alpha_interval({"pulsnar": halves + [other]}, config.with_(claim_overlap=1.0))
+    assert summed.readings["pulsnar kernel"][0] == pytest.approx(
+        sum(r.alpha for r in [*halves, other])
+    )

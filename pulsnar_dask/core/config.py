@@ -225,6 +225,15 @@ class PUConfig:
         choices=CLUSTER_SELECTIONS,
         flag="--cluster-selection",
     )
+    claim_overlap: float = option(
+        1.0,
+        "PULSNAR clusters whose claimed unlabeled rows (each cluster's top alpha_c |U|) "
+        "overlap by more than this share of the smaller claim count as one subtype: "
+        "their claims are united, not summed. 1: always summed (the paper); 0: united "
+        "wherever they share a row.",
+        type="float",
+        flag="--claim-overlap",
+    )
     covariance_type: str = option(
         "full",
         "Covariance of the mixtures' components (falling back to simpler ones where a fit fails).",
@@ -307,6 +316,8 @@ class PUConfig:
             raise ValueError(
                 f"min_cluster_fraction must be in [0, 1), got {self.min_cluster_fraction}"
             )
+        if not 0 <= self.claim_overlap <= 1:
+            raise ValueError(f"claim_overlap must be in [0, 1], got {self.claim_overlap}")
         if self.interval_resamples < 0 or self.interval_resamples == 1:
             raise ValueError(
                 f"interval_resamples must be 0 (no interval) or at least 2, got "

@@ -31,7 +31,12 @@ import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.stats import mean_ci
-from pulsnar_dask.core.subproblem import SubproblemResult, alpha_value
+from pulsnar_dask.core.subproblem import (
+    SubproblemResult,
+    alpha_value,
+    combined_alpha,
+    group_subproblems,
+)
 
 INTERVAL_READERS = ("kernel", "tail")
 Z_95 = 1.959963984540054
@@ -57,27 +62,31 @@ class AlphaInterval:
 
 def _readings(
     groups: Sequence[Sequence[SubproblemResult]],
+    subtypes: Sequence[np.ndarray],
     readers: Sequence[str],
     config: PUConfig,
     seed: int,
     picks: Sequence[tuple[np.ndarray, list[np.ndarray]]] | None,
 ) -> np.ndarray:
-    """Summed alpha per (group, reader) on the rows, or on one resample of them."""
+    """Alpha per (group, reader), the subproblems combined as configured, on the rows or
+    on one resample of them."""
     out = np.empty((len(groups), len(readers)))
     for g, group in enumerate(groups):
         for r, reader in enumerate(readers):
             cfg = config.with_(alpha_estimator=reader)
-            total = 0.0
+            unlabeled_probabilities, alphas = [], []
             for s, sub in enumerate(group):
                 p, y = sub.probabilities, sub.labels
+                unl = p[y == 0]
                 if picks is not None:
                     unlabeled, positives = picks[g]
                     pos = p[y == 1][positives[s]]
-                    unl = p[y == 0][unlabeled]
+                    unl = unl[unlabeled]
                     p = np.concatenate([pos, unl])
                     y = np.concatenate([np.ones(pos.size, np.int8), np.zeros(unl.size, np.int8)])
-                total += alpha_value(p, y, cfg, seed)
-            out[g, r] = total
+                unlabeled_probabilities.append(unl)
+                alphas.append(alpha_value(p, y, cfg, seed))
+            out[g, r] = combined_alpha(unlabeled_probabilities, alphas, subtypes[g])
     return out
 
 
@@ -117,7 +126,9 @@ def alpha_interval(
         raise ValueError("every subproblem must hold the same unlabeled rows")
     n_u = unlabeled_ids[0].size
     readers = list(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
-    point = _readings(subs, readers, config, seed, None)
+    # Which clusters count as one subtype is read once, from the collected probabilities.
+    subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]
+    point = _readings(subs, subtypes, readers, config, seed, None)
     # The unlabeled rows are drawn from one stream, each group's positives from its own:
     # adding an assumption leaves the other groups' resamples, and readings, as they were.
     sequence = np.random.SeedSequence(seed)
@@ -129,7 +140,7 @@ def alpha_interval(
             (unlabeled, [rng.integers(0, s.n_positive, s.n_positive) for s in group])
             for group, rng in zip(subs, rng_groups, strict=True)
         ]
-        resampled.append(_readings(subs, readers, config, seed, picks))
+        resampled.append(_readings(subs, subtypes, readers, config, seed, picks))
     sd = np.std(resampled, axis=0, ddof=1)
     low, high = np.min(point - Z_95 * sd), np.max(point + Z_95 * sd)
     if len(alphas) > 1:

@@ -30,7 +30,8 @@ class JobResult:
     method : str
         ``pulscar`` or ``pulsnar`` (for ``auto``, the one chosen).
     alpha : float
-        Mean over iterations of the (summed) alpha.
+        Mean over iterations of alpha: the cluster alphas summed, except that clusters in
+        one of ``cluster_groups`` count the unlabeled rows they claim once.
     alphas : list of float
         One per iteration.
     cluster_alphas : list of float
@@ -62,6 +63,11 @@ class JobResult:
     profiles : list or None
         PULSNAR: what sets each cluster of positives apart
         (:func:`~pulsnar_dask.core.subtypes.subtype_profiles`); ``None`` for PULSCAR.
+    cluster_groups : list of list of int or None
+        PULSNAR with more than one cluster: the clusters (numbered from 1) that count as
+        one subtype because their claimed unlabeled rows overlap by more than
+        ``claim_overlap`` (:func:`~pulsnar_dask.core.subproblem.subtype_groups`), first
+        iteration.
     alpha_interval : AlphaInterval or None
         The default 95% interval of alpha and the readings it spans
         (:mod:`pulsnar_dask.core.interval`); ``None`` with ``interval_resamples=0``.
@@ -96,6 +102,7 @@ class JobResult:
     method_evidence: dict[str, Any] | None = None
     clustering: Clustering | None = None
     profiles: list[list[dict[str, Any]]] | None = None
+    cluster_groups: list[list[int]] | None = None
     alpha_interval: AlphaInterval | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
@@ -155,6 +162,8 @@ class JobResult:
             }
         if self.profiles is not None:
             out["subtypes"] = self.subtypes()
+        if self.cluster_groups is not None:
+            out["cluster_groups"] = self.cluster_groups
         if len(self.alphas) > 1:
             _, low, high = mean_ci(np.asarray(self.alphas))
             out["alphas"] = self.alphas

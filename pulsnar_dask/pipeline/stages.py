@@ -31,6 +31,7 @@ from pulsnar_dask.core.subproblem import (
     combine_on_rows,
     estimate_subproblem,
     relabel_top,
+    subproblems_alpha,
 )
 from pulsnar_dask.core.subtypes import (
     choose_method,
@@ -324,16 +325,25 @@ def run_pipeline(
                 i + 1,
                 r.pu_auc,
             )
-    alphas = [float(sum(r.alpha for r in it)) for it in per_iteration]
+    readings = [subproblems_alpha(it, config.claim_overlap) for it in per_iteration]
+    alphas = [a for a, _ in readings]
+    cluster_groups = None
+    if method == "pulsnar" and n_clusters > 1:
+        subtypes = readings[0][1]
+        cluster_groups = [(np.flatnonzero(subtypes == g) + 1).tolist() for g in np.unique(subtypes)]
+        if len(cluster_groups) < n_clusters:
+            logger.info(
+                "clusters that claim the same unlabeled rows count once: %s", cluster_groups
+            )
     alpha = float(np.mean(alphas))
     first = per_iteration[0]
     interval = None
     if config.interval_resamples:
         stage(f"95% interval: {config.interval_resamples} resamples of the probabilities")
-        groups = {method: first}
+        assumptions = {method: first}
         if alternative:
-            groups["pulscar" if method == "pulsnar" else "pulsnar"] = alternative
-        interval = alpha_interval(groups, config, seed, alphas)
+            assumptions["pulscar" if method == "pulsnar" else "pulsnar"] = alternative
+        interval = alpha_interval(assumptions, config, seed, alphas)
         mark("interval")
     probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
     calibrated = improved = metrics = None
@@ -388,6 +398,7 @@ def run_pipeline(
         method_evidence=evidence,
         clustering=clustering,
         profiles=profiles if method == "pulsnar" else None,
+        cluster_groups=cluster_groups,
         alpha_interval=interval,
         settings={
             "method": requested,

@@ -1,0 +1,68 @@
+"""Clusters that claim the same unlabeled rows count once (pulsnar_dask.core.subproblem)."""
+
+import numpy as np
+import pytest
+
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.subproblem import (
+    claim_overlaps,
+    claimed_rows,
+    combined_alpha,
+    subtype_groups,
+)
+
+
+def test_each_subproblem_claims_its_most_probable_unlabeled_rows():
+    proba = [np.array([0.9, 0.1, 0.8, 0.2, 0.7]), np.array([0.1, 0.9, 0.2, 0.8, 0.3])]
+    claims = claimed_rows(proba, [0.4, 0.2])
+    assert claims.tolist() == [
+        [True, False, True, False, False],
+        [False, True, False, False, False],
+    ]
+    assert claimed_rows(proba, [0.0, 1.0]).sum(axis=1).tolist() == [0, 5]
+
+
+def test_overlap_is_shared_rows_over_the_smaller_claim():
+    claims = np.array(
+        [[1, 1, 1, 1, 0, 0], [0, 0, 1, 1, 0, 0], [0, 0, 0, 1, 1, 1], [0, 0, 0, 0, 0, 0]], bool
+    )
+    overlaps = claim_overlaps(claims)
+    assert overlaps[0, 1] == 1.0  # the second claim lies inside the first
+    assert overlaps[0, 2] == pytest.approx(1 / 3)
+    assert overlaps[1, 2] == pytest.approx(1 / 2)
+    assert overlaps[3].tolist() == [0.0, 0.0, 0.0, 0.0]  # an empty claim overlaps nothing
+    assert np.array_equal(overlaps, overlaps.T)
+
+
+def test_groups_are_the_connected_clusters_above_the_threshold():
+    overlaps = np.array(
+        [
+            [1.0, 0.6, 0.0, 0.0],
+            [0.6, 1.0, 0.0, 0.7],
+            [0.0, 0.0, 1.0, 0.1],
+            [0.0, 0.7, 0.1, 1.0],
+        ]
+    )
+    assert subtype_groups(overlaps, 0.5).tolist() == [0, 0, 1, 0]  # 0-1-3 chained
+    assert subtype_groups(overlaps, 0.65).tolist() == [0, 1, 2, 1]
+    assert subtype_groups(overlaps, 1.0).tolist() == [0, 1, 2, 3]
+    assert subtype_groups(overlaps, 0.0).tolist() == [0, 0, 0, 0]  # 2-3 share a row
+
+
+def test_combined_alpha_sums_groups_and_unites_claims_within_one():
+    rng = np.random.default_rng(0)
+    n_u = 1000
+    a, b = rng.random(n_u), rng.random(n_u)
+    # two clusters of one subtype rank the rows alike: their union is about one claim
+    twin = a + rng.normal(0, 0.01, n_u)
+    alphas = [0.2, 0.2, 0.1]
+    assert combined_alpha([a, twin, b], alphas, np.array([0, 1, 2])) == pytest.approx(0.5)
+    united = combined_alpha([a, twin, b], alphas, np.array([0, 0, 1]))
+    assert 0.3 <= united <= 0.32  # 0.2 once (give or take the twin's reordering) + 0.1
+    everything = combined_alpha([a, twin, b], alphas, np.array([0, 0, 0]))
+    assert everything == np.any(claimed_rows([a, twin, b], alphas), axis=0).mean()
+
+
+def test_claim_overlap_is_validated():
+    with pytest.raises(ValueError, match="claim_overlap"):
+        PUConfig(claim_overlap=1.5)
