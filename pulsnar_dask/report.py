@@ -223,8 +223,13 @@ def plain_reading(summary: dict[str, Any]) -> str:
         text += (
             f"The {summary['n_positive']:,} labeled positives fall into {len(subtypes)} "
             f"subtype{'s' if len(subtypes) > 1 else ''} that hide positives at different "
-            "rates (table below); the estimate is the sum over them. "
+            "rates (table below); the estimate is the sum over them"
         )
+        shared = [g for g in summary.get("cluster_groups") or [] if len(g) > 1]
+        for group in shared:
+            names = ", ".join(map(str, group[:-1])) + f" and {group[-1]}"
+            text += f"; subtypes {names} claim the same unlabeled rows, counted once"
+        text += ". "
     else:
         text += (
             f"The {summary['n_positive']:,} labeled positives were read as one group: as "

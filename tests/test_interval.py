@@ -139,7 +139,7 @@ def test_a_subtype_cut_into_two_clusters_counts_once_and_distinct_subtypes_add_u
     cut = alpha_interval({"pulsnar": [*halves, other]}, config, seed=1)
     one_subtype = halves[0].alpha + other.alpha
     assert cut.readings["pulsnar kernel"][0] == pytest.approx(one_subtype, abs=0.01)
-    summed = alpha_interval({"pulsnar": halves + [other]}, config.with_(claim_overlap=1.0))
+    summed = alpha_interval({"pulsnar": [*halves, other]}, config.with_(claim_overlap=1.0))
     assert summed.readings["pulsnar kernel"][0] == pytest.approx(
         sum(r.alpha for r in [*halves, other])
     )

@@ -66,3 +66,24 @@ def test_combined_alpha_sums_groups_and_unites_claims_within_one():
 def test_claim_overlap_is_validated():
     with pytest.raises(ValueError, match="claim_overlap"):
         PUConfig(claim_overlap=1.5)
+
+
+def test_the_report_says_which_subtypes_count_their_claims_once():
+    from pulsnar_dask.report import plain_reading
+
+    summary = {
+        "n_unlabeled": 1000,
+        "hidden_positives": 200,
+        "alpha": 0.2,
+        "n_positive": 500,
+        "method": "pulsnar",
+        "subtypes": [{}] * 4,
+        "cluster_groups": [[1, 4], [2], [3]],
+        "settings": {"alpha_estimator": "kernel"},
+        "pu_auc": [0.9] * 4,
+        "alpha_identified": True,
+    }
+    text = plain_reading(summary)
+    assert "the estimate is the sum over them; subtypes 1 and 4 claim the same" in text
+    summary["cluster_groups"] = [[1], [2], [3], [4]]
+    assert "the estimate is the sum over them. " in plain_reading(summary)
