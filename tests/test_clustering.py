@@ -179,3 +179,41 @@ def test_subtype_profiles_name_the_features_that_set_each_cluster_apart():
     assert subtype_profiles(X, labels, ["a", "b", "c", "d"], top=1)[1] == [
         {"feature": "a", "difference_sd": 1.0}
     ]
+
+
+def test_mixture_sizes_come_in_rounds_of_ten_for_the_lowest_bic():
+    from pulsnar_dask.core.config import PUConfig
+    from pulsnar_dask.core.subtypes import mixture_sizes
+
+    rounds = mixture_sizes(PUConfig(max_clusters=25), 1000)
+    assert rounds == [list(range(1, 11)), list(range(11, 21)), list(range(21, 26))]
+    assert mixture_sizes(PUConfig(max_clusters=25), 30) == [
+        list(range(1, 11)),
+        [11, 12, 13, 14, 15],
+    ]
+    assert mixture_sizes(PUConfig(max_clusters=25, cluster_selection="knee"), 1000) == [
+        list(range(1, 26))
+    ]  # the knee reads the whole curve
+    assert mixture_sizes(PUConfig(n_clusters=3), 1000) == [[3]]
+
+
+def test_more_sizes_are_fitted_only_while_the_lowest_bic_lies_at_the_end():
+    from pulsnar_dask.core.config import PUConfig
+    from pulsnar_dask.core.subtypes import fit_bic_curve
+
+    rng = np.random.default_rng(3)
+    centres = rng.normal(0, 40, (14, 2))
+    many = np.vstack([rng.normal(c, 1, (60, 2)) for c in centres])  # 14 separated blobs
+    few = np.vstack([rng.normal(c, 1, (200, 2)) for c in centres[:3]])
+    config = PUConfig(max_clusters=25, max_cluster_rows=None)
+
+    def one_by_one(fn, calls):
+        return [fn(*call) for call in calls]
+
+    fitted = {
+        name: fit_bic_curve(one_by_one, Z, config, 0) for name, Z in (("many", many), ("few", few))
+    }
+    assert len(fitted["few"]) == 10  # the minimum (3) lies inside the first round
+    assert int(np.argmin([f.bic for f in fitted["few"]])) + 1 == 3
+    assert len(fitted["many"]) >= 20  # ten were not enough: the next round was fitted
+    assert int(np.argmin([f.bic for f in fitted["many"]])) + 1 == 14

@@ -207,7 +207,9 @@ class PUConfig:
     )
     max_clusters: int = option(
         10,
-        "Largest mixture of the positives tried for the cluster count.",
+        "Largest mixture of the positives tried for the cluster count (the paper tried "
+        "25); with the lowest-BIC rule, sizes past each round of 10 are fitted only while "
+        "the lowest BIC lies at the end of the sizes fitted so far.",
         type="int",
         flag="--max-clusters",
     )

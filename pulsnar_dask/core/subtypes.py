@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,11 +230,63 @@ def min_cluster_size(config: PUConfig, n_positives: int) -> int:
     return max(MIN_CLUSTER_SIZE, int(np.ceil(config.min_cluster_fraction * n_positives)))
 
 
-def mixture_sizes(config: PUConfig, n_positives: int) -> list[int]:
-    """Mixture sizes to fit: the fixed count, or ``1..max_clusters`` (capped by positives)."""
+# Mixture sizes are fitted in rounds of this many; with the lowest-BIC rule a further round
+# is fitted only while the lowest BIC lies at the end of the sizes fitted so far.
+MIXTURE_ROUND = 10
+
+
+def mixture_sizes(config: PUConfig, n_positives: int) -> list[list[int]]:
+    """Mixture sizes to fit, in rounds: the fixed count alone, or ``1..max_clusters``
+    (capped by the positives) in rounds of ``MIXTURE_ROUND`` (one round for the knee rule,
+    which reads the whole curve)."""
     if config.n_clusters is not None:
-        return [config.n_clusters]
-    return list(range(1, min(config.max_clusters, max(1, n_positives // 2)) + 1))
+        return [[config.n_clusters]]
+    sizes = list(range(1, min(config.max_clusters, max(1, n_positives // 2)) + 1))
+    if config.cluster_selection != "min":
+        return [sizes]
+    return [sizes[i : i + MIXTURE_ROUND] for i in range(0, len(sizes), MIXTURE_ROUND)]
+
+
+def lowest_bic_at_end(fits: list[MixtureFit]) -> bool:
+    """Whether the lowest BIC so far is one of the two largest sizes fitted: the curve may
+    go lower past them, so the next round of sizes is worth fitting.
+
+    On real tables (discrete, skewed features) the BIC often keeps falling past ten
+    components (benchmarks/results/README.md, item 21); where it turns up within the
+    first round, the sizes past it are not fitted at all.
+    """
+    bic = [f.bic for f in fits]
+    return int(np.argmin(bic)) >= len(bic) - 2
+
+
+def fit_bic_curve(
+    map_fits: Callable[[Callable[..., MixtureFit], list[tuple]], list[MixtureFit]],
+    Z: np.ndarray,
+    config: PUConfig,
+    seed: int,
+) -> list[MixtureFit]:
+    """Fit the mixtures of :func:`mixture_sizes`, a round at a time, while
+    :func:`lowest_bic_at_end` asks for more.
+
+    Parameters
+    ----------
+    map_fits : callable
+        ``map_fits(fit_mixture_size, [(Z, n, config, seed), ...])`` returns the fits in
+        order: a plain loop, or an executor's fan-out (each round's sizes fit side by side).
+    Z : ndarray of shape (n_positives, d)
+        The positives' clustering matrix.
+
+    Returns
+    -------
+    list of MixtureFit
+        Sizes ``1..m`` (or the fixed size), ``m`` where the rounds stopped.
+    """
+    fits: list[MixtureFit] = []
+    for sizes in mixture_sizes(config, len(Z)):
+        if fits and not lowest_bic_at_end(fits):
+            break
+        fits += map_fits(fit_mixture_size, [(Z, n, config, seed) for n in sizes])
+    return fits
 
 
 # Subtype-mix distance below which ``method="auto"`` keeps PULSCAR (see choose_method).

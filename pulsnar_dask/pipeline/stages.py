@@ -36,10 +36,9 @@ from pulsnar_dask.core.subproblem import (
 from pulsnar_dask.core.subtypes import (
     choose_method,
     choose_mixture,
-    fit_mixture_size,
+    fit_bic_curve,
     make_clustering,
     min_cluster_size,
-    mixture_sizes,
     select_features,
     subtype_profiles,
 )
@@ -277,8 +276,7 @@ def run_pipeline(
         X_positive = executor.positives(cluster_cols)
         positive_ids = row_ids[labels == 1]
         Z = clustering_matrix(X_positive, gain[cluster_idx])
-        sizes = mixture_sizes(config, positive_ids.size)
-        fits = executor.map(fit_mixture_size, [(Z, n, config, seed) for n in sizes])
+        fits = fit_bic_curve(executor.map, Z, config, seed)
         chosen, bic = choose_mixture(fits, config)
         positive_labels = cluster_labels(chosen, Z, min_cluster_size(config, positive_ids.size))
         profiles = subtype_profiles(X_positive, positive_labels, cluster_cols)
