@@ -73,7 +73,7 @@ def test_interval_covers_known_alphas_and_narrows_with_more_rows():
 
 
 def test_cluster_sums_share_the_unlabeled_rows_and_the_span_takes_every_assumption():
-    config = PUConfig(interval_resamples=6)
+    config = PUConfig(interval_resamples=6, claim_overlap=1.0)  # the plain sum
     p_a, p_unl = beta_mixture(0.3, 300, 1500, seed=2)
     p_b = np.random.default_rng(9).beta(6, 2, 200)
     clusters = [subproblem(p_a, p_unl, config), subproblem(p_b, p_unl, config, 300)]

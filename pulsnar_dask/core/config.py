@@ -228,11 +228,11 @@ class PUConfig:
         flag="--cluster-selection",
     )
     claim_overlap: float = option(
-        1.0,
+        0.3,
         "PULSNAR clusters whose claimed unlabeled rows (each cluster's top alpha_c |U|) "
         "overlap by more than this share of the smaller claim count as one subtype: "
         "their claims are united, not summed. 1: always summed (the paper); 0: united "
-        "wherever they share a row.",
+        "wherever they share a row (decision record, item 21).",
         type="float",
         flag="--claim-overlap",
     )

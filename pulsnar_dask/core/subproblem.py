@@ -280,11 +280,14 @@ def claim_overlaps(claims: np.ndarray) -> np.ndarray:
     ndarray of shape (n_subproblems, n_subproblems)
         In [0, 1]; 0 where either claim is empty, 1 on the diagonal of non-empty claims.
     """
-    c = claims.astype(np.float32)
-    shared = c @ c.T
+    n = claims.shape[0]
+    shared = np.zeros((n, n))
+    for c in range(n):  # pair by pair: no copy of the claims wider than one bool per row
+        for d in range(c, n):
+            shared[c, d] = shared[d, c] = np.count_nonzero(claims[c] & claims[d])
     sizes = np.diag(shared)
     smaller = np.minimum.outer(sizes, sizes)
-    return np.divide(shared, smaller, out=np.zeros_like(shared), where=smaller > 0).astype(float)
+    return np.divide(shared, smaller, out=np.zeros_like(shared), where=smaller > 0)
 
 
 def subtype_groups(overlaps: np.ndarray, threshold: float) -> np.ndarray:
