@@ -102,11 +102,13 @@ def alpha_interval(
     ----------
     groups : mapping of str to sequences of SubproblemResult
         One entry per labeling assumption computed, by name: ``"pulsnar"``, PULSNAR's
-        cluster subproblems (alpha is their sum); ``"pulscar"``, PULSCAR's one
-        subproblem. Every subproblem holds the same unlabeled rows (ascending ids).
+        cluster subproblems (alpha is their :func:`~pulsnar_dask.core.subproblem.combined_alpha`,
+        the groups read once from the collected probabilities); ``"pulscar"``, PULSCAR's
+        one subproblem. Every subproblem holds the same unlabeled rows (ascending ids).
     config : PUConfig
         The reading settings (``config.alpha_estimator`` is read beside
-        ``INTERVAL_READERS``) and ``config.interval_resamples``, the bootstrap resamples.
+        ``INTERVAL_READERS``), ``config.claim_overlap`` and ``config.interval_resamples``,
+        the bootstrap resamples.
     seed : int
         Seed of the resamples.
     alphas : sequence of float
