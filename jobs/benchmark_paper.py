@@ -61,7 +61,7 @@ from pulsnar_dask.core.metrics import METRIC_NAMES
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import calibrated_on_rows
 from pulsnar_dask.dask_executor.connect import connect
-from pulsnar_dask.dask_executor.engine import run_job
+from pulsnar_dask.dask_executor.engine import EXPRESSIONS, run_job
 from pulsnar_dask.datasets.realdata import REAL_SETS
 from pulsnar_dask.datasets.shuttle import FRACTIONS as SHUTTLE_FRACTIONS
 from pulsnar_dask.datasets.synthetic import pu_frame
@@ -136,7 +136,8 @@ def run_one(client, bench: Benchmark, algorithm: str, setting: float, seed: int,
         row_id=pd.Series(dtype="int64"),
     )
     part = dask.delayed(make_frame)(bench.name, setting, seed, table)
-    frame = dd.from_delayed([part], meta=meta, verify_meta=False)
+    with EXPRESSIONS:  # runs build their frames in threads (see EXPRESSIONS)
+        frame = dd.from_delayed([part], meta=meta, verify_meta=False)
     puf = PUFrame(frame, [f"f{i}" for i in range(d)], "label", "row_id", "true_label")
     result = run_job(
         client,

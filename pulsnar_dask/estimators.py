@@ -27,7 +27,8 @@ _D = PUConfig()  # the defaults
 SCORING_SETTINGS = [
     "n_folds", "bin_method", "alpha_region", "alpha_estimator", "tail_fraction",
     "bandwidth_search", "bandwidth_error", "bandwidth_bounds", "kernel_normalization",
-    "xgb_params", "n_rounds", "max_unlabeled_ratio", "calibration_data", "interval_resamples",
+    "xgb_params", "n_rounds", "max_unlabeled_ratio", "max_train_rows", "calibration_data",
+    "interval_resamples",
 ]  # fmt: skip
 CLUSTER_SETTINGS = [
     "n_clusters", "max_clusters", "cluster_selection", "covariance_type",
@@ -96,6 +97,7 @@ class PULSCAR(BaseEstimator):
         xgb_params: dict | None = None,
         n_rounds: int = _D.n_rounds,
         max_unlabeled_ratio: float | None = _D.max_unlabeled_ratio,
+        max_train_rows: int | None = _D.max_train_rows,
         calibration_data: str = _D.calibration_data,
         interval_resamples: int = _D.interval_resamples,
         n_jobs: int | None = _D.n_threads,
@@ -116,6 +118,7 @@ class PULSCAR(BaseEstimator):
         self.xgb_params = xgb_params
         self.n_rounds = n_rounds
         self.max_unlabeled_ratio = max_unlabeled_ratio
+        self.max_train_rows = max_train_rows
         self.calibration_data = calibration_data
         self.interval_resamples = interval_resamples
         self.n_jobs = n_jobs
@@ -254,6 +257,7 @@ class PULSNAR(PULSCAR):
         xgb_params: dict | None = None,
         n_rounds: int = _D.n_rounds,
         max_unlabeled_ratio: float | None = _D.max_unlabeled_ratio,
+        max_train_rows: int | None = _D.max_train_rows,
         calibration_data: str = _D.calibration_data,
         interval_resamples: int = _D.interval_resamples,
         n_jobs: int | None = _D.n_threads,
@@ -283,6 +287,7 @@ class PULSNAR(PULSCAR):
             xgb_params=xgb_params,
             n_rounds=n_rounds,
             max_unlabeled_ratio=max_unlabeled_ratio,
+            max_train_rows=max_train_rows,
             calibration_data=calibration_data,
             interval_resamples=interval_resamples,
             n_jobs=n_jobs,

@@ -52,19 +52,43 @@ def test_folds_need_at_least_two():
         assign_folds(np.arange(4), np.zeros(4), 1, 0)
 
 
-def test_unlabeled_subsample_keeps_positives_and_the_ratio():
-    from pulsnar_dask.core.folds import unlabeled_subsample
+def test_training_subsample_keeps_positives_and_the_ratio():
+    from pulsnar_dask.core.folds import training_subsample
 
     rng = np.random.default_rng(1)
     ids = rng.permutation(100_000)[:5000]
     labels = (np.arange(5000) < 100).astype(int)
-    keep = unlabeled_subsample(ids, labels, 10, seed=3)
+    keep = training_subsample(ids, labels, 10, None, seed=3)
     assert keep[labels == 1].all()
     assert keep[labels == 0].sum() == 1000
     perm = rng.permutation(5000)
-    np.testing.assert_array_equal(unlabeled_subsample(ids[perm], labels[perm], 10, 3), keep[perm])
-    assert unlabeled_subsample(ids, labels, None, 3) is None
-    assert unlabeled_subsample(ids, labels, 100, 3) is None  # 4900 unlabeled < 100 x 100
+    np.testing.assert_array_equal(
+        training_subsample(ids[perm], labels[perm], 10, None, 3), keep[perm]
+    )
+    assert training_subsample(ids, labels, None, None, 3) is None
+    assert training_subsample(ids, labels, 100, None, 3) is None  # 4900 unlabeled < 100 x 100
+    # 100 positives + 1000 unlabeled: a row cap of 1100 does not bind
+    np.testing.assert_array_equal(training_subsample(ids, labels, 10, 1100, 3), keep)
+
+
+def test_training_subsample_row_cap_thins_both_labels_in_proportion():
+    from pulsnar_dask.core.folds import training_subsample
+
+    rng = np.random.default_rng(2)
+    ids = rng.permutation(10**6)[:20_000]
+    labels = (np.arange(20_000) < 5000).astype(int)
+    keep = training_subsample(ids, labels, None, 4000, seed=7)
+    assert keep[labels == 1].sum() == 1000 and keep[labels == 0].sum() == 3000
+    # after the unlabeled cap (2 per positive: 5000 + 10000 rows), thinned to 3000
+    keep = training_subsample(ids, labels, 2.0, 3000, seed=7)
+    assert keep[labels == 1].sum() == 1000 and keep[labels == 0].sum() == 2000
+    # the unlabeled kept under the row cap are among those the ratio cap alone keeps
+    ratio_only = training_subsample(ids, labels, 2.0, None, seed=7)
+    assert not (keep & ~ratio_only).any()
+    perm = rng.permutation(20_000)
+    np.testing.assert_array_equal(
+        training_subsample(ids[perm], labels[perm], 2.0, 3000, 7), keep[perm]
+    )
 
 
 def _class_counts(chunks):

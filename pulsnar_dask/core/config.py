@@ -199,6 +199,16 @@ class PUConfig:
         flag="--max-unlabeled-ratio",
         parse=_ratio_or_none,
     )
+    max_train_rows: int | None = option(
+        200_000,
+        "Train each fold's model on at most this many of a scoring's rows, positives and "
+        "unlabeled thinned in proportion after the unlabeled cap (every row is still "
+        "scored); none: no cap. Binds past a few hundred thousand rows (the retrain on "
+        "recovered labels, large subproblems), where more rows barely change the model.",
+        type="int or None",
+        flag="--max-train-rows",
+        parse=_optional(int),
+    )
     n_threads: int | None = option(
         None,
         "XGBoost threads per model; none: one per task on a Dask cluster, XGBoost's "
@@ -305,7 +315,12 @@ class PUConfig:
         if not 0 < self.tail_fraction < 0.5:
             raise ValueError(f"tail_fraction must be in (0, 0.5), got {self.tail_fraction}")
         at_least = {"n_folds": 2, "n_rounds": 1, "max_clusters": 1}
-        at_least_or_none = {"n_clusters": 1, "max_cluster_features": 1, "max_cluster_rows": 1}
+        at_least_or_none = {
+            "n_clusters": 1,
+            "max_cluster_features": 1,
+            "max_cluster_rows": 1,
+            "max_train_rows": 100,
+        }
         for name, low in [*at_least.items(), *at_least_or_none.items()]:
             value = getattr(self, name)
             if (value is not None or name in at_least) and not value >= low:

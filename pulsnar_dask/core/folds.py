@@ -92,40 +92,75 @@ def assign_folds(row_ids: np.ndarray, labels: np.ndarray, n_folds: int, seed: in
 _SUBSAMPLE_SALT = 0x5EED
 
 
-def subsample_threshold(
-    row_ids: np.ndarray, labels: np.ndarray, max_ratio: float | None, seed: int
-) -> np.uint64 | None:
-    """Return the hash cut-off that keeps ``max_ratio`` unlabeled rows per positive.
+def _kept_counts(
+    n_pos: int, n_unl: int, max_ratio: float | None, max_rows: int | None
+) -> tuple[int, int]:
+    """How many positives and unlabeled rows a model may train on."""
+    keep_unl = min(n_unl, int(max_ratio * n_pos)) if max_ratio is not None else n_unl
+    keep_pos = n_pos
+    if max_rows is not None and keep_pos + keep_unl > max_rows:
+        scale = max_rows / (keep_pos + keep_unl)
+        keep_pos, keep_unl = max(1, int(keep_pos * scale)), int(keep_unl * scale)
+    return keep_pos, keep_unl
+
+
+def subsample_thresholds(
+    row_ids: np.ndarray,
+    labels: np.ndarray,
+    max_ratio: float | None,
+    max_rows: int | None,
+    seed: int,
+) -> dict[int, np.uint64] | None:
+    """Return, per label, the hash cut-off of the rows a model may train on.
+
+    At most ``max_ratio`` unlabeled rows per positive are kept; then, if more than
+    ``max_rows`` rows remain, both labels are thinned in proportion.
 
     Returns
     -------
-    numpy.uint64 or None
-        Unlabeled rows whose subsample hash is at most this are kept; ``None``: keep all.
+    dict or None
+        ``{label: cut-off}``: rows of that label whose subsample hash is at most the
+        cut-off are kept (a label absent keeps every row); ``None``: keep every row.
     """
-    labels = np.asarray(labels)
+    row_ids, labels = np.asarray(row_ids), np.asarray(labels)
     n_pos = int(np.sum(labels == 1))
-    n_keep = int(max_ratio * n_pos) if max_ratio is not None else labels.size
-    if n_keep >= labels.size - n_pos:
-        return None
-    hashes = row_hash(np.asarray(row_ids)[labels == 0], seed + _SUBSAMPLE_SALT)
-    return np.partition(hashes, n_keep - 1)[n_keep - 1] if n_keep else np.uint64(0)
+    keep_pos, keep_unl = _kept_counts(n_pos, labels.size - n_pos, max_ratio, max_rows)
+    thresholds = {}
+    for value, n_keep in ((1, keep_pos), (0, keep_unl)):
+        members = labels == value
+        if n_keep >= members.sum():
+            continue
+        hashes = row_hash(row_ids[members], seed + _SUBSAMPLE_SALT)
+        thresholds[value] = np.partition(hashes, n_keep - 1)[n_keep - 1] if n_keep else np.uint64(0)
+    return thresholds or None
 
 
 def trainable_rows(
-    row_ids: np.ndarray, labels: np.ndarray, threshold: np.uint64, seed: int
+    row_ids: np.ndarray, labels: np.ndarray, thresholds: dict[int, np.uint64], seed: int
 ) -> np.ndarray:
-    """Return which rows may train a model: positives, and unlabeled rows under the cut-off."""
+    """Return which rows may train a model: those under their label's cut-off
+    (:func:`subsample_thresholds`)."""
     hashes = row_hash(row_ids, seed + _SUBSAMPLE_SALT)
-    return (np.asarray(labels) == 1) | (hashes <= threshold)
+    labels = np.asarray(labels)
+    keep = np.ones(labels.size, dtype=bool)
+    for value, cut in thresholds.items():
+        members = labels == value
+        keep[members] = hashes[members] <= cut
+    return keep
 
 
-def unlabeled_subsample(
-    row_ids: np.ndarray, labels: np.ndarray, max_ratio: float | None, seed: int
+def training_subsample(
+    row_ids: np.ndarray,
+    labels: np.ndarray,
+    max_ratio: float | None,
+    max_rows: int | None,
+    seed: int,
 ) -> np.ndarray | None:
-    """Choose the rows a classifier may train on: every positive, and at most
-    ``max_ratio`` unlabeled rows per positive.
+    """Choose the rows a classifier may train on: every positive and at most
+    ``max_ratio`` unlabeled rows per positive, both thinned in proportion to at most
+    ``max_rows`` rows.
 
-    The unlabeled rows kept are those with the smallest hashes (a different stream from the
+    The rows kept are those with the smallest hashes (a different stream from the
     folds'), so the choice does not depend on row order or partitioning.
 
     Returns
@@ -133,5 +168,5 @@ def unlabeled_subsample(
     ndarray of bool or None
         Rows allowed in training; ``None`` when every row is (no cap, or under it).
     """
-    threshold = subsample_threshold(row_ids, labels, max_ratio, seed)
-    return None if threshold is None else trainable_rows(row_ids, labels, threshold, seed)
+    thresholds = subsample_thresholds(row_ids, labels, max_ratio, max_rows, seed)
+    return None if thresholds is None else trainable_rows(row_ids, labels, thresholds, seed)

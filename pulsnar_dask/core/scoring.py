@@ -93,7 +93,7 @@ def fold_probabilities(
     n_rounds : int
         Boosting rounds.
     trainable : ndarray of bool or None
-        Rows allowed in training (see :func:`pulsnar_dask.core.folds.unlabeled_subsample`);
+        Rows allowed in training (see :func:`pulsnar_dask.core.folds.training_subsample`);
         every row is scored either way.
 
     Returns

@@ -21,7 +21,7 @@ from pulsnar_dask.core.calibration import (
     relabeled,
 )
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.folds import assign_folds, unlabeled_subsample
+from pulsnar_dask.core.folds import assign_folds, training_subsample
 from pulsnar_dask.core.metrics import roc_auc
 from pulsnar_dask.core.scoring import (
     booster_params,
@@ -121,7 +121,7 @@ def canonical_subproblem(
     -------
     (X, labels, row_ids, folds, trainable)
         Sorted by row id; ``labels`` as int8, ``folds`` from :func:`assign_folds`,
-        ``trainable`` from :func:`unlabeled_subsample` (``None``: every row).
+        ``trainable`` from :func:`training_subsample` (``None``: every row).
     """
     order = np.argsort(row_ids, kind="stable")
     labels = np.asarray(labels)[order].astype(np.int8)
@@ -132,7 +132,9 @@ def canonical_subproblem(
         labels,
         row_ids,
         assign_folds(row_ids, labels, config.n_folds, seed),
-        unlabeled_subsample(row_ids, labels, config.max_unlabeled_ratio, seed),
+        training_subsample(
+            row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed
+        ),
     )
 
 

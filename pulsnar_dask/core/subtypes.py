@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.folds import unlabeled_subsample
+from pulsnar_dask.core.folds import training_subsample
 from pulsnar_dask.core.mixture import (
     MIN_CLUSTER_SIZE,
     MixtureFit,
@@ -43,8 +43,9 @@ def importance_gain(
     """Gain importance of XGBoost on every positive and the capped unlabeled rows.
 
     Rows are taken in canonical (row id) order and the unlabeled ones subsampled as in
-    the subproblems (``config.max_unlabeled_ratio``), so the model does not depend on row
-    order and its cost does not grow with the unlabeled rows beyond the cap.
+    the subproblems (``config.max_unlabeled_ratio``, ``config.max_train_rows``), so the
+    model does not depend on row order and its cost does not grow with the rows beyond
+    the caps.
 
     Returns
     -------
@@ -53,8 +54,12 @@ def importance_gain(
     """
     labels = np.asarray(labels)
     order = np.argsort(row_ids, kind="stable")
-    keep = unlabeled_subsample(
-        np.asarray(row_ids)[order], labels[order], config.max_unlabeled_ratio, seed
+    keep = training_subsample(
+        np.asarray(row_ids)[order],
+        labels[order],
+        config.max_unlabeled_ratio,
+        config.max_train_rows,
+        seed,
     )
     rows = order if keep is None else order[keep]
     params = booster_params(config.xgb_params, seed, config.n_threads)

@@ -22,6 +22,7 @@ import contextlib
 import itertools
 import logging
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -37,7 +38,7 @@ from pulsnar_dask.core.folds import (
     assign_folds,
     folds_from_hashes,
     sorted_label_hashes,
-    subsample_threshold,
+    subsample_thresholds,
     trainable_rows,
 )
 from pulsnar_dask.core.scoring import booster_params, fold_probabilities
@@ -54,6 +55,14 @@ ENGINES = ("auto", "task", "dask")
 # A scoring runs as one task when the feature table is below this share of the
 # smallest worker's memory limit (XGBoost needs a few copies of it).
 TASK_MEMORY_SHARE = 0.15
+
+
+# dask-expr caches expression properties with ``functools.cached_property``, whose lock on
+# Python 3.11 is one per property shared by every instance (python/cpython#87634): jobs
+# building expressions in two threads at once can each hold one and wait for the other
+# for ever. Executors build and submit every expression under this lock and wait for
+# results outside it, so jobs in threads of one process still overlap their work.
+EXPRESSIONS = threading.RLock()
 
 
 # ---------------------------------------------------------------------------------------
@@ -94,9 +103,10 @@ def _gain_task(parts, features, label, id_col, config, seed):
     return importance_gain(X, y, ids, config, seed)
 
 
-def _trainable_part(part, id_col, label, threshold, seed):
+def _trainable_part(part, id_col, label, thresholds, seed):
     """The rows of one partition a model may train on (see ``trainable_rows``)."""
-    return part[trainable_rows(part[id_col].to_numpy(), part[label].to_numpy(), threshold, seed)]
+    ids, labels = part[id_col].to_numpy(), part[label].to_numpy()
+    return part[trainable_rows(ids, labels, thresholds, seed)]
 
 
 _PREDICTION_META = pd.DataFrame({"id": np.array([], dtype=np.int64), "p": np.array([], "f4")})
@@ -108,14 +118,14 @@ def _predict_part(part, booster, columns, id_col):
     return pd.DataFrame({"id": part[id_col].to_numpy(), "p": proba})
 
 
-def _add_folds(part, id_col, label, hashes, n_folds, seed, threshold):
-    """Add each row's fold and whether it may train (the unlabeled subsample)."""
+def _add_folds(part, id_col, label, hashes, n_folds, seed, thresholds):
+    """Add each row's fold and whether it may train (the training subsample)."""
     ids, labels = part[id_col].to_numpy(), part[label].to_numpy()
     folds = folds_from_hashes(ids, labels, hashes, n_folds, seed)
     train = (
         np.ones(len(part), dtype=bool)
-        if threshold is None
-        else trainable_rows(ids, labels, threshold, seed)
+        if thresholds is None
+        else trainable_rows(ids, labels, thresholds, seed)
     )
     return part.assign(_fold=folds, _train=train)
 
@@ -177,23 +187,24 @@ class DaskExecutor:
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Persist the table on the workers, check it, and bring ids and labels here."""
         puf = self.puf
-        frame = self.client.persist(puf.frame)
-        self.puf = puf = replace(puf, frame=frame)
-        n_inf = int(
-            self._get(
+        columns = [puf.id, puf.label] + ([puf.true_label] if puf.true_label else [])
+        with EXPRESSIONS:
+            frame = self.client.persist(puf.frame)
+            self.puf = puf = replace(puf, frame=frame)
+            infinite = self.client.compute(
                 frame[puf.features]
                 .map_partitions(lambda p: pd.Series([np.isinf(p.to_numpy(dtype=float)).sum()]))
                 .sum()
             )
-        )
+            table = self.client.compute(frame[columns])
+            self.parts = self.client.compute(frame.to_delayed())
+        n_inf = int(infinite.result())
         if n_inf:
             raise PUError(f"the feature columns hold {n_inf} infinite value(s)")
-        columns = [puf.id, puf.label] + ([puf.true_label] if puf.true_label else [])
-        table = self._get(frame[columns]).sort_values(puf.id, kind="stable")
+        table = table.result().sort_values(puf.id, kind="stable")
         ids, labels = table[puf.id].to_numpy(), table[puf.label].to_numpy()
         check_labels(ids, labels, f"id column '{puf.id}'", f"label column '{puf.label}'")
         self.row_ids, self.labels = ids, labels.astype(np.int8)
-        self.parts = self.client.compute(frame.to_delayed())
         workers = self.client.scheduler_info()["workers"]
         self.engine = choose_engine(workers, ids.size, len(self.features), self.requested_engine)
         self._placements = _round_robin(workers)
@@ -201,8 +212,12 @@ class DaskExecutor:
         return self.row_ids, self.labels, true
 
     def _get(self, collection: Any) -> Any:
-        """Compute a collection on this executor's client (never a default one)."""
-        return self.client.compute(collection).result()
+        """Compute a collection on this executor's client (never a default one); the
+        caller builds it under :data:`EXPRESSIONS`, as this submits it, and the wait
+        is outside the lock."""
+        with EXPRESSIONS:
+            future = self.client.compute(collection)
+        return future.result()
 
     def _gather(self, futures: list[Future]) -> list[Any]:
         if self.show_progress:
@@ -217,18 +232,22 @@ class DaskExecutor:
         workers pick: one task on the ``task`` engine (the same model as in process),
         ``xgboost.dask`` over the workers on the ``dask`` engine."""
         puf = self.puf
-        threshold = subsample_threshold(self.row_ids, self.labels, config.max_unlabeled_ratio, seed)
-        frame = puf.frame
-        if threshold is not None:
-            frame = frame.map_partitions(
-                _trainable_part, puf.id, puf.label, threshold, seed, meta=frame._meta
-            )
+        thresholds = subsample_thresholds(
+            self.row_ids, self.labels, config.max_unlabeled_ratio, config.max_train_rows, seed
+        )
+        with EXPRESSIONS:
+            frame = puf.frame
+            if thresholds is not None:
+                frame = frame.map_partitions(
+                    _trainable_part, puf.id, puf.label, thresholds, seed, meta=frame._meta
+                )
         if self.engine == "dask":
             params = booster_params(config.xgb_params, seed, config.n_threads)
             booster = self._train(frame, self.features, params, config.n_rounds)
             scores = booster.get_score(importance_type="gain")
             return np.array([scores.get(c, 0.0) for c in self.features])
-        parts = self.client.compute(frame.to_delayed())
+        with EXPRESSIONS:
+            parts = self.client.compute(frame.to_delayed())
         return self.client.submit(
             _gain_task, parts, self.features, puf.label, puf.id, config, seed, pure=False
         ).result()
@@ -239,11 +258,12 @@ class DaskExecutor:
         import xgboost.dask as dxgb
 
         label = self.puf.label
-        counts = self.client.compute([(frame[label] == 1).sum(), frame.shape[0]])
+        with EXPRESSIONS:
+            counts = self.client.compute([(frame[label] == 1).sum(), frame.shape[0]])
+            dtrain = dxgb.DaskQuantileDMatrix(
+                self.client, frame[columns], frame[label], max_bin=params.get("max_bin", 256)
+            )
         n_pos, n_all = self.client.gather(counts)
-        dtrain = dxgb.DaskQuantileDMatrix(
-            self.client, frame[columns], frame[label], max_bin=params.get("max_bin", 256)
-        )
         return dxgb.train(
             self.client,
             {**params, "scale_pos_weight": (n_all - n_pos) / max(n_pos, 1)},
@@ -253,8 +273,10 @@ class DaskExecutor:
 
     def positives(self, columns: Sequence[str]) -> np.ndarray:
         puf = self.puf
-        frame = puf.frame
-        rows = self._get(frame[frame[puf.label] == 1][[puf.id, *columns]])
+        with EXPRESSIONS:
+            frame = puf.frame
+            positive = frame[frame[puf.label] == 1][[puf.id, *columns]]
+        rows = self._get(positive)
         return rows.sort_values(puf.id, kind="stable")[list(columns)].to_numpy(np.float32)
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
@@ -321,41 +343,44 @@ class DaskExecutor:
         """One scoring on ``xgboost.dask``: each fold's model trained on all workers,
         then every row scored where it lies (only ids and probabilities come back)."""
         puf, config, seed = self.puf, request.config, request.seed
-        frame = puf.frame
-        if request.positive_ids is not None or request.flipped_ids is not None:
-            frame = frame.map_partitions(
-                _request_part,
-                self._share(request),  # its id arrays go to each worker once
-                puf.label,
-                puf.id,
-                meta=frame._meta.assign(**{puf.label: np.array([], dtype=np.int8)}),
-            )
         row_ids, labels = self._request_rows(request)
         hashes = self._share(sorted_label_hashes(row_ids, labels, seed))
-        threshold = subsample_threshold(row_ids, labels, config.max_unlabeled_ratio, seed)
-        meta = frame._meta.assign(
-            _fold=np.array([], dtype=np.int8), _train=np.array([], dtype=bool)
+        thresholds = subsample_thresholds(
+            row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed
         )
-        # not persisted: a second copy of the table would double the workers' memory
-        frame = frame.map_partitions(
-            _add_folds, puf.id, puf.label, hashes, config.n_folds, seed, threshold, meta=meta
-        )
+        relabel = request.positive_ids is not None or request.flipped_ids is not None
+        shared = self._share(request) if relabel else None  # its id arrays, to each worker once
+        with EXPRESSIONS:
+            frame = puf.frame
+            if relabel:
+                frame = frame.map_partitions(
+                    _request_part,
+                    shared,
+                    puf.label,
+                    puf.id,
+                    meta=frame._meta.assign(**{puf.label: np.array([], dtype=np.int8)}),
+                )
+            meta = frame._meta.assign(
+                _fold=np.array([], dtype=np.int8), _train=np.array([], dtype=bool)
+            )
+            # not persisted: a second copy of the table would double the workers' memory
+            frame = frame.map_partitions(
+                _add_folds, puf.id, puf.label, hashes, config.n_folds, seed, thresholds, meta=meta
+            )
         params = booster_params(config.xgb_params, seed, config.n_threads)
         columns = list(request.features)
         scored = []
         for fold in range(config.n_folds):
             logger.info("%s: fold %d of %d on xgboost.dask", request.name, fold + 1, config.n_folds)
-            booster = self._train(
-                frame[(frame["_fold"] != fold) & frame["_train"]], columns, params, config.n_rounds
-            )
-            held_out = frame[frame["_fold"] == fold]
-            scored.append(
-                self._get(
-                    held_out.map_partitions(
-                        _predict_part, booster, columns, puf.id, meta=_PREDICTION_META
-                    )
+            with EXPRESSIONS:
+                train = frame[(frame["_fold"] != fold) & frame["_train"]]
+            booster = self._train(train, columns, params, config.n_rounds)
+            with EXPRESSIONS:
+                held_out = frame[frame["_fold"] == fold]
+                predicted = held_out.map_partitions(
+                    _predict_part, booster, columns, puf.id, meta=_PREDICTION_META
                 )
-            )
+            scored.append(self._get(predicted))
         table = pd.concat(scored, ignore_index=True).sort_values("id", kind="stable")
         ids = table["id"].to_numpy()
         return Scored(ids, labels[np.searchsorted(row_ids, ids)], table["p"].to_numpy(float))
