@@ -181,3 +181,19 @@ def test_best_bin_is_unbiased_where_picking_a_bin_on_the_same_rows_is_not(weight
     assert abs(bbe.mean()) <= 0.004, bbe
     if weight >= 0.3:
         assert same_rows.mean() < -0.004 and same_rows.mean() < bbe.mean(), same_rows
+
+
+def test_tail_ratios_count_the_unlabeled_tails_as_sorting_does():
+    """The unlabeled tails are counted against the thresholds without sorting the rows:
+    bit-identical to the sorted search, ties with the thresholds included."""
+    from pulsnar_dask.core.alpha import tail_ratios
+
+    rng = np.random.default_rng(11)
+    for decimals in (1, 2, 3):  # rounded values tie with the thresholds
+        p = np.round(np.r_[rng.beta(5, 2, 700), rng.beta(2, 5, 9000)], decimals)
+        y = np.r_[np.ones(700, np.int8), np.zeros(9000, np.int8)]
+        thresholds, ratios = tail_ratios(p, y, 0.1)
+        pos, unl = np.sort(p[y == 1]), np.sort(p[y == 0])
+        tail_p = 1.0 - np.searchsorted(pos, thresholds, side="left") / pos.size
+        tail_u = 1.0 - np.searchsorted(unl, thresholds, side="left") / unl.size
+        np.testing.assert_array_equal(ratios, tail_u / tail_p)

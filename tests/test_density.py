@@ -45,6 +45,22 @@ def test_linear_binning_keeps_total_weight_and_mean():
     assert np.sum(points * sample.weights) / 1000 == pytest.approx(p.mean(), rel=1e-9)
 
 
+def test_node_weights_of_two_samples_add_up_to_the_pooled_sample():
+    from pulsnar_dask.core.density import node_weights
+
+    rng = np.random.default_rng(7)
+    a, b = rng.beta(5, 2, 3000), rng.beta(2, 5, 20000)
+    pooled = node_weights(np.r_[a, b], 256)
+    np.testing.assert_allclose(node_weights(a, 256) + node_weights(b, 256), pooled, rtol=1e-12)
+    grid = np.linspace(0, 1, 40)
+    summed = KernelSample.from_node_weights(node_weights(a, 256) + node_weights(b, 256))
+    np.testing.assert_allclose(
+        beta_kernel_density(summed, grid, 0.05, "point"),
+        beta_kernel_density(KernelSample.from_probabilities(np.r_[a, b], 256), grid, 0.05, "point"),
+        rtol=1e-10,
+    )
+
+
 def test_bandwidth_search_recovers_a_smooth_density_better_than_the_bounds():
     rng = np.random.default_rng(6)
     p = rng.beta(2, 6, 5000)

@@ -34,6 +34,7 @@ from pulsnar_dask.core.density import (
     KernelSample,
     beta_kernel_density,
     histogram_density,
+    node_weights,
     select_bandwidth,
 )
 
@@ -169,11 +170,15 @@ def tail_ratios(
     if not 0 < tail_fraction < 0.5:
         raise ValueError(f"tail_fraction must be in (0, 0.5), got {tail_fraction}")
     p, y = _check_inputs(probabilities, labels)
-    pos, unl = np.sort(p[y == 1]), np.sort(p[y == 0])
+    pos = np.sort(p[y == 1])
     quantiles = np.linspace(0.5, 1.0 - tail_fraction, TAIL_THRESHOLDS)
     thresholds = np.quantile(pos, quantiles, method="inverted_cdf")
     tail_p = 1.0 - np.searchsorted(pos, thresholds, side="left") / pos.size
-    tail_u = 1.0 - np.searchsorted(unl, thresholds, side="left") / unl.size
+    # unlabeled rows below each threshold, counted without sorting them (there may be
+    # millions): the same counts as searchsorted on the sorted rows
+    passed = np.searchsorted(thresholds, p[y == 0], side="right")  # thresholds a row reaches
+    below = np.cumsum(np.bincount(passed, minlength=thresholds.size + 1))[:-1]
+    tail_u = 1.0 - below / passed.size
     return thresholds, tail_u / tail_p
 
 
@@ -280,7 +285,7 @@ def _check_inputs(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.nda
         raise ValueError(f"probabilities ({p.size}) and labels ({y.size}) differ in length")
     if not np.all(np.isfinite(p)) or p.min(initial=0.0) < 0 or p.max(initial=0.0) > 1:
         raise ValueError("probabilities must be finite and within [0, 1]")
-    bad = ~np.isin(y, (0, 1))
+    bad = (y != 0) & (y != 1)
     if bad.any():
         raise ValueError(f"labels must be 0 (unlabeled) or 1 (positive); {int(bad.sum())} are not")
     if not (y == 1).any() or not (y == 0).any():
@@ -354,11 +359,17 @@ def estimate_alpha(
     p, y = _check_inputs(probabilities, labels)
     k = bin_count(p, bin_method)
     grid = np.linspace(0.0, 1.0, k)
-    fine = None if exact else fine_bins
-    sample_p = KernelSample.from_probabilities(p[y == 1], fine)
-    sample_u = KernelSample.from_probabilities(p[y == 0], fine)
+    if exact:
+        sample_p, sample_u, sample_all = (
+            KernelSample.from_probabilities(v, None) for v in (p[y == 1], p[y == 0], p)
+        )
+    else:  # the pooled sample's nodes are the sum of the two samples' (one pass over p)
+        w_p, w_u = node_weights(p[y == 1], fine_bins), node_weights(p[y == 0], fine_bins)
+        sample_p, sample_u, sample_all = (
+            KernelSample.from_node_weights(w) for w in (w_p, w_u, w_p + w_u)
+        )
     bandwidth = select_bandwidth(
-        KernelSample.from_probabilities(p, fine),
+        sample_all,
         histogram_density(p, k),
         grid,
         search=bandwidth_search,

@@ -70,20 +70,36 @@ class KernelSample:
         """
         p = np.asarray(probabilities, dtype=float)
         if fine_bins is None:
-            points, weights = p, np.ones_like(p)
-        else:
-            # Linear binning: each probability splits its unit weight between the two
-            # nearest of ``fine_bins`` equally spaced nodes on [0, 1], in proportion to
-            # its distance from each (second-order accurate for a smooth kernel).
-            position = p * (fine_bins - 1)
-            lower = np.minimum(position.astype(np.int64), fine_bins - 2)
-            upper_share = position - lower
-            weights = np.bincount(lower, weights=1.0 - upper_share, minlength=fine_bins)
-            weights += np.bincount(lower + 1, weights=upper_share, minlength=fine_bins)
-            keep = np.flatnonzero(weights > 0)
-            points, weights = keep / (fine_bins - 1), weights[keep]
-        points = np.clip(points, _CLIP, 1 - _CLIP)
-        return cls(np.log(points), np.log1p(-points), weights)
+            points = np.clip(p, _CLIP, 1 - _CLIP)
+            return cls(np.log(points), np.log1p(-points), np.ones_like(p))
+        return cls.from_node_weights(node_weights(p, fine_bins))
+
+    @classmethod
+    def from_node_weights(cls, weights: np.ndarray) -> KernelSample:
+        """Build a binned sample from the weights of ``len(weights)`` equally spaced
+        nodes on [0, 1] (:func:`node_weights`; weights of several samples add up to
+        their pooled sample's)."""
+        keep = np.flatnonzero(weights > 0)
+        points = np.clip(keep / (weights.size - 1), _CLIP, 1 - _CLIP)
+        return cls(np.log(points), np.log1p(-points), weights[keep])
+
+
+def node_weights(probabilities: np.ndarray, fine_bins: int = DEFAULT_FINE_BINS) -> np.ndarray:
+    """Spread probabilities over ``fine_bins`` equally spaced nodes on [0, 1] by linear
+    binning: each splits its unit weight between the two nearest nodes, in proportion to
+    its distance from each (second-order accurate for a smooth kernel).
+
+    Returns
+    -------
+    ndarray of shape (fine_bins,)
+        Weight of each node, summing to the number of probabilities.
+    """
+    position = np.asarray(probabilities, dtype=float) * (fine_bins - 1)
+    lower = np.minimum(position.astype(np.int64), fine_bins - 2)
+    upper_share = position - lower
+    weights = np.bincount(lower, weights=1.0 - upper_share, minlength=fine_bins)
+    weights += np.bincount(lower + 1, weights=upper_share, minlength=fine_bins)
+    return weights
 
 
 def histogram_density(probabilities: np.ndarray, n_bins: int) -> np.ndarray:

@@ -72,21 +72,21 @@ def _readings(
     on one resample of them."""
     out = np.empty((len(groups), len(readers)))
     for g, group in enumerate(groups):
+        resampled = []
+        for s, sub in enumerate(group):
+            p, y = sub.probabilities, sub.labels
+            unl = p[y == 0]
+            if picks is not None:
+                unlabeled, positives = picks[g]
+                pos = p[y == 1][positives[s]]
+                unl = unl[unlabeled]
+                p = np.concatenate([pos, unl])
+                y = np.concatenate([np.ones(pos.size, np.int8), np.zeros(unl.size, np.int8)])
+            resampled.append((p, y, unl))
         for r, reader in enumerate(readers):
             cfg = config.with_(alpha_estimator=reader)
-            unlabeled_probabilities, alphas = [], []
-            for s, sub in enumerate(group):
-                p, y = sub.probabilities, sub.labels
-                unl = p[y == 0]
-                if picks is not None:
-                    unlabeled, positives = picks[g]
-                    pos = p[y == 1][positives[s]]
-                    unl = unl[unlabeled]
-                    p = np.concatenate([pos, unl])
-                    y = np.concatenate([np.ones(pos.size, np.int8), np.zeros(unl.size, np.int8)])
-                unlabeled_probabilities.append(unl)
-                alphas.append(alpha_value(p, y, cfg, seed))
-            out[g, r] = combined_alpha(unlabeled_probabilities, alphas, subtypes[g])
+            alphas = [alpha_value(p, y, cfg, seed) for p, y, _ in resampled]
+            out[g, r] = combined_alpha([unl for *_, unl in resampled], alphas, subtypes[g])
     return out
 
 
