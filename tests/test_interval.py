@@ -31,9 +31,9 @@ def test_interval_is_the_span_of_each_reading_plus_minus_its_bootstrap_spread():
     config = PUConfig(interval_resamples=8)
     p_pos, p_unl = beta_mixture(0.3, 400, 2000, seed=1)
     sub = subproblem(p_pos, p_unl, config)
-    # the oracle: the same resamples drawn by hand, every reader read on each
-    # unlabeled rows from the first child stream of the seed, positives from the second
-    rng_u, rng_p = (np.random.default_rng(s) for s in np.random.SeedSequence(5).spawn(2))
+    # the oracle: the same resamples drawn by hand, every reader read on each; resample
+    # i draws from the seed's i-th child: the unlabeled rows from its first child stream,
+    # the positives from its second
     point = np.array(
         [read_alpha(sub.probabilities, sub.labels, config.with_(alpha_estimator=r), 5).alpha
          for r in INTERVAL_READERS]
@@ -41,7 +41,8 @@ def test_interval_is_the_span_of_each_reading_plus_minus_its_bootstrap_spread():
     pos = sub.probabilities[sub.labels == 1]
     unl = sub.probabilities[sub.labels == 0]
     draws = []
-    for _ in range(8):
+    for resample in np.random.SeedSequence(5).spawn(8):
+        rng_u, rng_p = (np.random.default_rng(s) for s in resample.spawn(2))
         u = unl[rng_u.integers(0, unl.size, unl.size)]
         p = pos[rng_p.integers(0, pos.size, pos.size)]
         y = np.r_[np.ones(p.size, np.int8), np.zeros(u.size, np.int8)]
@@ -53,6 +54,11 @@ def test_interval_is_the_span_of_each_reading_plus_minus_its_bootstrap_spread():
     expected = (np.min(point - Z_95 * sd), np.max(point + Z_95 * sd))
     interval = alpha_interval({"pulscar": [sub]}, config, seed=5)
     assert (interval.low, interval.high) == pytest.approx(expected, abs=1e-12)
+    # resamples run elsewhere, in any order, read the same (each has its own seed)
+    backwards = alpha_interval(
+        {"pulscar": [sub]}, config, 5, (), lambda fn, calls: [fn(*a) for a in calls[::-1]][::-1]
+    )
+    assert backwards == interval
     assert list(interval.readings) == [f"pulscar {r}" for r in INTERVAL_READERS]
     for i, values in enumerate(interval.readings.values()):
         assert values == pytest.approx((point[i], sd[i]), abs=1e-12)

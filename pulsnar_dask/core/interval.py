@@ -24,8 +24,10 @@ one whose clustering misses the subtypes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,21 +62,23 @@ class AlphaInterval:
     readings: dict[str, tuple[float, float]]
 
 
+Pairs = Sequence[Sequence[tuple[np.ndarray, np.ndarray]]]
+
+
 def _readings(
-    groups: Sequence[Sequence[SubproblemResult]],
+    groups: Pairs,
     subtypes: Sequence[np.ndarray],
     readers: Sequence[str],
     config: PUConfig,
     seed: int,
     picks: Sequence[tuple[np.ndarray, list[np.ndarray]]] | None,
 ) -> np.ndarray:
-    """Alpha per (group, reader), the subproblems combined as configured, on the rows or
-    on one resample of them."""
+    """Alpha per (group, reader), the subproblems' ``(probabilities, labels)`` combined as
+    configured, on the rows or on one resample of them."""
     out = np.empty((len(groups), len(readers)))
     for g, group in enumerate(groups):
         resampled = []
-        for s, sub in enumerate(group):
-            p, y = sub.probabilities, sub.labels
+        for s, (p, y) in enumerate(group):
             unl = p[y == 0]
             if picks is not None:
                 unlabeled, positives = picks[g]
@@ -90,11 +94,60 @@ def _readings(
     return out
 
 
+def resample_readings(
+    resample: np.random.SeedSequence,
+    sizes: Sequence[int],
+    subtypes: Sequence[np.ndarray],
+    readers: Sequence[str],
+    config: PUConfig,
+    seed: int,
+    *arrays: np.ndarray,
+) -> np.ndarray:
+    """The readings of one bootstrap resample (one task of the interval's fan-out).
+
+    The unlabeled rows are drawn from the resample's first stream, shared by every
+    subproblem as they are in the data; each group's positives from a stream of its own,
+    so adding an assumption leaves the other groups' readings as they were.
+
+    Parameters
+    ----------
+    resample : numpy.random.SeedSequence
+        The resample's seed.
+    sizes : sequence of int
+        Subproblems per group.
+    subtypes, readers, config, seed
+        As :func:`_readings`.
+    *arrays : ndarray
+        Each subproblem's probabilities and labels, group after group (flat, so that a
+        Dask executor sends each array to a worker once for every resample).
+
+    Returns
+    -------
+    ndarray of shape (n_groups, n_readers)
+    """
+    pairs = list(zip(arrays[::2], arrays[1::2], strict=True))
+    bounds = np.cumsum([0, *sizes])
+    groups = [pairs[a:b] for a, b in itertools.pairwise(bounds)]
+    rng_unlabeled, *rng_groups = (np.random.default_rng(s) for s in resample.spawn(1 + len(sizes)))
+    n_u = int(np.sum(groups[0][0][1] == 0))
+    unlabeled = rng_unlabeled.integers(0, n_u, n_u)
+    picks = []
+    for group, rng in zip(groups, rng_groups, strict=True):
+        n_positive = [int(np.sum(y == 1)) for _, y in group]
+        picks.append((unlabeled, [rng.integers(0, n, n) for n in n_positive]))
+    return _readings(groups, subtypes, readers, config, seed, picks)
+
+
+def _in_turn(fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
+    return [fn(*args) for args in calls]
+
+
 def alpha_interval(
     groups: Mapping[str, Sequence[SubproblemResult]],
     config: PUConfig,
     seed: int = 0,
     alphas: Sequence[float] = (),
+    map_resamples: Callable[[Callable[..., Any], Sequence[tuple]], list[Any]] | None = None,
 ) -> AlphaInterval:
     """Return the 95% interval of alpha from the collected probabilities.
 
@@ -114,6 +167,10 @@ def alpha_interval(
     alphas : sequence of float
         Alpha of each iteration when there were several (the groups are the first
         iteration's): the 95% t-interval of their mean joins the span.
+    map_resamples : callable or None
+        ``map(fn, calls) -> [fn(*args) for args in calls]``, run where it can (an
+        executor's ``map``: the resamples as tasks); ``None``: one after another here.
+        Each resample has its own seed, so the result is the same either way.
 
     Returns
     -------
@@ -126,23 +183,18 @@ def alpha_interval(
     unlabeled_ids = [s.row_ids[s.labels == 0] for group in subs for s in group]
     if any(not np.array_equal(ids, unlabeled_ids[0]) for ids in unlabeled_ids[1:]):
         raise ValueError("every subproblem must hold the same unlabeled rows")
-    n_u = unlabeled_ids[0].size
     readers = list(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
     # Which clusters count as one subtype is read once, from the collected probabilities.
     subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]
-    point = _readings(subs, subtypes, readers, config, seed, None)
-    # The unlabeled rows are drawn from one stream, each group's positives from its own:
-    # adding an assumption leaves the other groups' resamples, and readings, as they were.
-    sequence = np.random.SeedSequence(seed)
-    rng_unlabeled, *rng_groups = (np.random.default_rng(s) for s in sequence.spawn(1 + len(subs)))
-    resampled = []
-    for _ in range(n_resamples):
-        unlabeled = rng_unlabeled.integers(0, n_u, n_u)
-        picks = [
-            (unlabeled, [rng.integers(0, s.n_positive, s.n_positive) for s in group])
-            for group, rng in zip(subs, rng_groups, strict=True)
-        ]
-        resampled.append(_readings(subs, subtypes, readers, config, seed, picks))
+    pairs = [[(s.probabilities, s.labels) for s in group] for group in subs]
+    point = _readings(pairs, subtypes, readers, config, seed, None)
+    arrays = [a for group in pairs for pair in group for a in pair]
+    sizes = [len(group) for group in subs]
+    calls = [
+        (resample, sizes, subtypes, readers, config, seed, *arrays)
+        for resample in np.random.SeedSequence(seed).spawn(n_resamples)
+    ]
+    resampled = (map_resamples or _in_turn)(resample_readings, calls)
     sd = np.std(resampled, axis=0, ddof=1)
     low, high = np.min(point - Z_95 * sd), np.max(point + Z_95 * sd)
     if len(alphas) > 1:

@@ -341,7 +341,7 @@ def run_pipeline(
         assumptions = {method: first}
         if alternative:
             assumptions["pulscar" if method == "pulsnar" else "pulsnar"] = alternative
-        interval = alpha_interval(assumptions, config, seed, alphas)
+        interval = alpha_interval(assumptions, config, seed, alphas, executor.map)
         mark("interval")
     probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
     calibrated = improved = metrics = None
