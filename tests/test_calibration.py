@@ -9,7 +9,7 @@ from pulsnar_dask.core.calibration import (
     flip_labels,
     flips_per_bin,
 )
-from pulsnar_dask.core.subproblem import combine_on_rows, relabel_top
+from pulsnar_dask.core.subproblem import SubproblemResult, combine_on_rows, relabel_claimed
 
 
 def test_flips_per_bin_sums_exactly_and_follows_the_histogram():
@@ -89,10 +89,24 @@ def test_combine_on_rows_aligns_by_id_and_marks_unseen_rows():
     assert np.isnan(out[1])
 
 
-def test_relabel_top_flips_the_highest_unlabeled():
+def test_relabel_claimed_flips_each_subproblems_share_by_its_own_ranking():
+    # rows (ascending ids): 0 and 5 labeled positives, 1-4 unlabeled
     y = np.array([1, 0, 0, 0, 0, 1])
-    cal = np.array([0.9, 0.1, 0.8, 0.3, 0.7, 0.95])
-    np.testing.assert_array_equal(relabel_top(y, cal, 0.5), [1, 0, 1, 0, 1, 1])
+    ids = np.arange(6)
+    one = SubproblemResult(ids, y, np.array([0.9, 0.1, 0.8, 0.3, 0.7, 0.95]), None)
+    np.testing.assert_array_equal(relabel_claimed(y, [one], [0.5]), [1, 0, 1, 0, 1, 1])
+    # two clusters, each with its own positive: the first claims half of U by its
+    # ranking (rows 2, 4), the second a quarter by its own (row 1)
+    first = SubproblemResult(ids[:5], y[:5], np.array([0.9, 0.1, 0.8, 0.3, 0.7]), None)
+    keep = np.array([1, 2, 3, 4, 5])
+    second = SubproblemResult(ids[keep], y[keep], np.array([0.9, 0.2, 0.1, 0.05, 0.9]), None)
+    got = relabel_claimed(y, [first, second], [0.5, 0.25])
+    np.testing.assert_array_equal(got, [1, 1, 1, 0, 1, 1])
+    # overlapping claims count once: both claim row 2
+    second = SubproblemResult(ids[keep], y[keep], np.array([0.1, 0.9, 0.2, 0.05, 0.9]), None)
+    got = relabel_claimed(y, [first, second], [0.5, 0.25])
+    np.testing.assert_array_equal(got, [1, 0, 1, 0, 1, 1])
+    assert y.tolist() == [1, 0, 0, 0, 0, 1]  # the input is left as it was
 
 
 def test_expected_calibration_error_known_value():

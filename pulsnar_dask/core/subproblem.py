@@ -371,8 +371,26 @@ def subproblems_alpha(
     return combined_alpha(*unlabeled_view(subproblems), groups), groups
 
 
-def relabel_top(labels: np.ndarray, calibrated: np.ndarray, alpha: float) -> np.ndarray:
-    """Relabel the ``round(alpha |U|)`` most probable unlabeled rows positive (Algorithm 4).
+def relabel_claimed(
+    labels: np.ndarray, subproblems: list[SubproblemResult], alphas: list[float]
+) -> np.ndarray:
+    """Relabel positive the unlabeled rows the subproblems claim (Algorithm 4).
+
+    Each subproblem claims its ``round(alpha_c |U|)`` most probable unlabeled rows
+    (:func:`claimed_rows`); every row one of them claims becomes positive. With one
+    subproblem (PULSCAR) these are the ``round(alpha |U|)`` rows it ranks highest. With
+    PULSNAR's clusters each cluster's own ranking picks its share, which recovers the
+    hidden positives better than one ranking of the combined probabilities (decision
+    record, item 22).
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n,)
+        0/1 labels, rows in ascending id order.
+    subproblems : list of SubproblemResult
+        Each holds every unlabeled row, in ascending id order.
+    alphas : list of float
+        Each subproblem's alpha.
 
     Returns
     -------
@@ -380,10 +398,7 @@ def relabel_top(labels: np.ndarray, calibrated: np.ndarray, alpha: float) -> np.
         New 0/1 labels.
     """
     y = np.asarray(labels).astype(np.int8).copy()
-    unlabeled = np.flatnonzero(y == 0)
-    n_flip = int(np.round(alpha * unlabeled.size))
-    if n_flip:
-        scores = np.nan_to_num(np.asarray(calibrated)[unlabeled], nan=0.0)
-        top = unlabeled[np.argsort(-scores, kind="stable")[:n_flip]]
-        y[top] = 1
+    unlabeled = [r.probabilities[r.labels == 0] for r in subproblems]
+    claims = claimed_rows(unlabeled, alphas).any(axis=0)
+    y[np.flatnonzero(y == 0)[claims]] = 1
     return y

@@ -30,7 +30,7 @@ from pulsnar_dask.core.subproblem import (
     check_subproblem,
     combine_on_rows,
     estimate_subproblem,
-    relabel_top,
+    relabel_claimed,
     subproblems_alpha,
 )
 from pulsnar_dask.core.subtypes import (
@@ -335,6 +335,9 @@ def run_pipeline(
             )
     alpha = float(np.mean(alphas))
     first = per_iteration[0]
+    cluster_alphas = [
+        float(np.mean([it[c].alpha for it in per_iteration])) for c in range(len(first))
+    ]
     interval = None
     if config.interval_resamples:
         stage(f"95% interval: {config.interval_resamples} resamples of the probabilities")
@@ -350,7 +353,7 @@ def run_pipeline(
         calibrated = calibrated_on_rows(row_ids, first, config, seed)
     if classify:
         stage("classification: retraining on recovered labels")
-        new_labels = relabel_top(labels, calibrated, alpha)
+        new_labels = relabel_claimed(labels, first, cluster_alphas)
         try:
             check_subproblem(new_labels, config)
         except ValueError as exc:
@@ -379,9 +382,7 @@ def run_pipeline(
         method=method,
         alpha=alpha,
         alphas=alphas,
-        cluster_alphas=[
-            float(np.mean([it[c].alpha for it in per_iteration])) for c in range(len(first))
-        ],
+        cluster_alphas=cluster_alphas,
         n_clusters=n_clusters,
         row_ids=row_ids,
         labels=labels,
