@@ -34,12 +34,14 @@ STAGES = {
     "95% interval": "interval",
     "calibrating": "calibration",
     "classification:": "retrain",
+    "metrics:": "metrics baseline",
     "writing the predictions": "outputs",
 }
 
 
-def stage_peaks(summary: dict) -> dict[str, float]:
-    """Largest worker RSS (MiB) sampled during each stage of a run."""
+def stage_spans(summary: dict) -> list[tuple[str, float, float]]:
+    """Each stage of a run with its start and end (``time.time()``; the last stage ends
+    with the run), from the run's log."""
     starts = []
     for line in summary["stderr"].splitlines():
         for words, stage in STAGES.items():
@@ -47,9 +49,14 @@ def stage_peaks(summary: dict) -> dict[str, float]:
                 moment = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
                 starts.append((moment, stage))
     starts.sort()
+    ends = [t for t, _ in starts[1:]] + [summary["finished"]]
+    return [(stage, begin, end) for (begin, stage), end in zip(starts, ends, strict=True)]
+
+
+def stage_peaks(summary: dict) -> dict[str, float]:
+    """Largest worker RSS (MiB) sampled during each stage of a run."""
     peaks = {}
-    for i, (begin, stage) in enumerate(starts):
-        end = starts[i + 1][0] if i + 1 < len(starts) else float("inf")
+    for stage, begin, end in stage_spans(summary):
         inside = [max(rss) for t, rss in summary["samples"] if begin <= t < end]
         peaks[stage] = max(inside, default=float("nan"))
     return peaks
@@ -71,7 +78,7 @@ def main() -> None:
     parser.add_argument("--name", default="scale", help="results file name")
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
-    rows, stages = [], []
+    rows, stages, seconds = [], [], []
     with ProcessCluster(
         args.data, n_workers=args.workers, memory_limit=args.memory_limit, nanny=args.nanny
     ) as cluster:
@@ -116,14 +123,20 @@ def main() -> None:
                 }
             )
             stages.append({"n_rows": n_rows, **stage_peaks(summary)})
-            print(rows[-1], stages[-1], flush=True)
-    write(args, pd.DataFrame(rows), pd.DataFrame(stages))
+            seconds.append(
+                {"n_rows": n_rows, **{s: round(e - b, 1) for s, b, e in stage_spans(summary)}}
+            )
+            print(rows[-1], stages[-1], seconds[-1], flush=True)
+    write(args, pd.DataFrame(rows), pd.DataFrame(stages), pd.DataFrame(seconds))
 
 
-def write(args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFrame) -> None:
+def write(
+    args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFrame, seconds: pd.DataFrame
+) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     table.to_csv(RESULTS / f"{args.name}.csv", index=False)
     stages.to_csv(RESULTS / f"{args.name}_stages.csv", index=False)
+    seconds.to_csv(RESULTS / f"{args.name}_stage_seconds.csv", index=False)
     options = " ".join(
         f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
         for k, v in vars(args).items()
@@ -144,6 +157,16 @@ def write(args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFrame) -
             f"{r['worker_peak_rss_mib']:.0f} | {r['alpha']:.4f} | {r['true_alpha']:.4f} | "
             f"{r['n_clusters']} | {r['engine']} |"
         )
+    names = [c for c in seconds.columns if c != "n_rows"]
+    lines += [
+        "",
+        "Seconds in each stage (from the run's log; the outputs run to the end of the process).",
+        "",
+        "| rows | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for r in seconds.to_dict("records"):
+        lines.append(f"| {r['n_rows']:,} | " + " | ".join(f"{r[n]:.1f}" for n in names) + " |")
     if len(stages) >= 2:
         lines += projection(args, table, stages)
     (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")

@@ -87,7 +87,8 @@ def timed_run(
     Returns
     -------
     dict
-        The summary plus ``wall_s`` (whole process), ``peak_rss_mib`` (/usr/bin/time's
+        The summary plus ``wall_s`` (whole process), ``finished`` (``time.time()`` at
+        its end), ``peak_rss_mib`` (/usr/bin/time's
         figure: the client's own peak, as local workers are forked by a server rather
         than waited for by the client), and, sampled every 0.2 s over the client and
         everything it started, ``peak_process_rss_mib`` (the largest single process) and
@@ -132,6 +133,7 @@ def timed_run(
     summary = json.loads(stdout.strip().splitlines()[-1])
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
     summary["wall_s"] = wall
+    summary["finished"] = time.time()
     summary["peak_rss_mib"] = int(rss.group(1)) / 1024 if rss else float("nan")
     summary["peak_tree_rss_mib"] = peak[0] / 2**20
     summary["peak_process_rss_mib"] = peak[1] / 2**20

@@ -267,6 +267,11 @@ def bad_inputs(tmp_path_factory):
         [],
         "duplicate value",
     )
+    cases["missing id"] = (
+        put("noid", frame.assign(row_id=[None, *(f"r{i}" for i in range(1, 40))])),
+        [],
+        "id column 'row_id' has 1 missing value(s)",
+    )
     cases["non-numeric feature"] = (
         put("text_feat", frame.assign(name=["x"] * 40)),
         ["--features", "f0", "name"],
@@ -295,8 +300,8 @@ def bad_inputs(tmp_path_factory):
 BAD_INPUTS = [
     "empty dataset", "missing path", "not parquet", "no label column", "label 2", "label -1",
     "label missing", "no positives", "no unlabeled", "too few positives", "infinite",
-    "duplicate ids", "non-numeric feature", "folds 1", "bin method", "storage options",
-    "cluster fraction", "one resample",
+    "duplicate ids", "missing id", "non-numeric feature", "folds 1", "bin method",
+    "storage options", "cluster fraction", "one resample",
 ]  # fmt: skip
 
 
@@ -314,6 +319,35 @@ def test_every_bad_input_gets_one_clear_line(bad_inputs, name, tmp_path, capsys)
     assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err
     assert not out.exists()  # refused before anything is written
+
+
+def test_string_ids_key_the_folds_and_the_predictions(tmp_path, capsys):
+    """Ids of any type: a row's fold follows its id, so the same rows in another order
+    give the same alpha; predictions come back under the input's ids, on both engines."""
+    from pulsnar_dask import make_pu_data
+
+    d = make_pu_data("scar", 200, 800, 5, 0.25, random_state=3)
+    frame = pd.DataFrame(d.X, columns=[f"f{i}" for i in range(5)]).assign(
+        label=d.label, uid=[f"patient-{i:04d}" for i in range(d.label.size)]
+    )
+    frame.to_parquet(tmp_path / "a.parquet", index=False)
+    frame.sample(frac=1.0, random_state=1).to_parquet(tmp_path / "b.parquet", index=False)
+    runs = {}
+    for name, source, engine in (("a", "a", "task"), ("b", "b", "task"), ("dask", "a", "dask")):
+        status, summary, err = run_cli(
+            ["run", "--input", str(tmp_path / f"{source}.parquet"), "--id-col", "uid",
+             "--method", "pulscar", "--engine", engine, "--out", str(tmp_path / name),
+             "--n-workers", "2"],
+            capsys,
+        )  # fmt: skip
+        assert status == 0, err
+        runs[name] = summary
+        got = pd.read_parquet(tmp_path / name / "predictions").set_index("uid")
+        assert sorted(got.index) == sorted(frame["uid"])
+        expected = frame.set_index("uid")["label"]
+        assert (got["label"] == expected.loc[got.index]).all()
+    assert runs["b"]["alpha"] == pytest.approx(runs["a"]["alpha"], abs=1e-9)
+    assert runs["dask"]["alpha"] == pytest.approx(runs["a"]["alpha"], abs=0.05)
 
 
 def test_all_bad_inputs_are_covered(bad_inputs):

@@ -12,15 +12,30 @@ import numpy as np
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
+def _id_keys(row_ids: np.ndarray) -> np.ndarray:
+    """64-bit keys of row ids: integer ids as they are, any other type (strings, floats,
+    dates) by pandas' stable 64-bit hash of the value."""
+    ids = np.asarray(row_ids)
+    if ids.dtype.kind in "iub":
+        return ids.astype(np.uint64)
+    import pandas as pd
+
+    return pd.util.hash_array(ids.astype(object))
+
+
 def row_hash(row_ids: np.ndarray, seed: int) -> np.ndarray:
     """Return a 64-bit SplitMix64 hash of each row id mixed with the seed.
+
+    Integer ids enter as their value (a bijection, so no two rows tie); ids of any other
+    type as a stable 64-bit hash of the value (ties between different ids have a chance
+    of about ``n^2 / 2^65``, and only put two rows in the same fold).
 
     Returns
     -------
     ndarray of uint64
     """
     with np.errstate(over="ignore"):
-        z = np.asarray(row_ids).astype(np.uint64) + np.uint64(seed) * _GOLDEN + _GOLDEN
+        z = _id_keys(row_ids) + np.uint64(seed) * _GOLDEN + _GOLDEN
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return z ^ (z >> np.uint64(31))
@@ -48,8 +63,8 @@ def folds_from_hashes(
 ) -> np.ndarray:
     """Return the folds of some rows, given every row's sorted hashes per label.
 
-    A row's fold is its rank among the hashes of its label, modulo ``n_folds``. The hash
-    is a bijection of the row id, so ranks have no ties.
+    A row's fold is its rank among the hashes of its label, modulo ``n_folds``
+    (:func:`row_hash`: integer ids never tie).
 
     Returns
     -------

@@ -109,7 +109,9 @@ def _trainable_part(part, id_col, label, thresholds, seed):
     return part[trainable_rows(ids, labels, thresholds, seed)]
 
 
-_PREDICTION_META = pd.DataFrame({"id": np.array([], dtype=np.int64), "p": np.array([], "f4")})
+def _prediction_meta(id_meta: pd.Series) -> pd.DataFrame:
+    """The empty frame :func:`_predict_part` returns: ids of the input's type."""
+    return pd.DataFrame({"id": id_meta.reset_index(drop=True), "p": np.array([], "f4")})
 
 
 def _predict_part(part, booster, columns, id_col):
@@ -378,7 +380,7 @@ class DaskExecutor:
             with EXPRESSIONS:
                 held_out = frame[frame["_fold"] == fold]
                 predicted = held_out.map_partitions(
-                    _predict_part, booster, columns, puf.id, meta=_PREDICTION_META
+                    _predict_part, booster, columns, puf.id, meta=_prediction_meta(meta[puf.id])
                 )
             scored.append(self._get(predicted))
         table = pd.concat(scored, ignore_index=True).sort_values("id", kind="stable")

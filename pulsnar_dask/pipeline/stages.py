@@ -139,8 +139,8 @@ class Executor(Protocol):
 
 
 def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_name: str) -> None:
-    """Refuse labels other than 0/1, duplicate ids, and a table without positives or
-    without unlabeled rows.
+    """Refuse labels other than 0/1, missing or duplicate ids, and a table without
+    positives or without unlabeled rows.
 
     Raises
     ------
@@ -154,6 +154,9 @@ def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_na
         counts = values[bad].value_counts(dropna=False)
         shown = ", ".join(f"{v!r} ({n} rows)" for v, n in counts.head(5).items())
         raise PUError(f"{label_name} must hold only 0 and 1; found {shown}")
+    missing = pd.isna(pd.Series(row_ids)).to_numpy()
+    if missing.any():
+        raise PUError(f"{id_name} has {int(missing.sum())} missing value(s)")
     duplicated = pd.Series(row_ids).duplicated().to_numpy()
     if duplicated.any():
         raise PUError(
@@ -371,7 +374,9 @@ def run_pipeline(
             if method == "pulscar":
                 baseline = probability
             else:
-                pulscar_first = pulscar_first or subproblems([request(features, None, 0)])[0]
+                if pulscar_first is None:
+                    stage("metrics: scoring PULSCAR, the baseline the retrain is compared with")
+                    pulscar_first = subproblems([request(features, None, 0)])[0]
                 baseline = pulscar_first.probabilities
             metrics = {
                 "without_pu": classification_metrics(true_labels > 0, baseline),
