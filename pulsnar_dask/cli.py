@@ -111,7 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--label-col", default="label")
-    run.add_argument("--id-col", default="row_id")
+    run.add_argument(
+        "--id-col",
+        default=None,
+        help="unique row ids, any type (default: row_id where "
+        "present, else generated from the row position)",
+    )
     run.add_argument("--true-label-col", default=None)
     run.add_argument(
         "--features", nargs="+", default=None, help="feature columns (default: numeric)"

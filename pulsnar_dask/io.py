@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_TRUE_LABEL = "true_label"
+DEFAULT_ID = "row_id"
 
 
 def parse_storage_options(text: str | None) -> dict[str, Any]:
@@ -85,7 +86,7 @@ def with_row_ids(frame: dd.DataFrame, id_col: str, client: Any = None) -> dd.Dat
 def read_pu_parquet(
     path: str,
     label_col: str = "label",
-    id_col: str = "row_id",
+    id_col: str | None = None,
     true_label_col: str | None = None,
     features: list[str] | None = None,
     storage_options: dict[str, Any] | None = None,
@@ -98,8 +99,9 @@ def read_pu_parquet(
         Local path or fsspec URL (``s3://bucket/data/``).
     label_col : str
         1 = labeled positive, 0 = unlabeled.
-    id_col : str
-        Unique row id; generated from the row position when the column is absent.
+    id_col : str or None
+        Unique row id, any type; it must be in the input. ``None``: a column named
+        ``row_id`` where there is one, else ids generated from the row position.
     true_label_col : str or None
         Benchmark ground truth (0 negative, >= 1 positive); never used for estimation.
         When ``None``, a column named ``true_label`` is taken as it (with a warning) unless
@@ -142,11 +144,12 @@ def read_pu_parquet(
             DEFAULT_TRUE_LABEL,
         )
         true_label_col = DEFAULT_TRUE_LABEL
-    for role, name in (("label", label_col), ("true-label", true_label_col)):
+    for role, name in (("label", label_col), ("true-label", true_label_col), ("id", id_col)):
         if name is not None and name not in columns:
             raise PUError(
                 f"{role} column '{name}' is not in {path} (columns: {', '.join(columns)})"
             )
+    id_col = id_col or DEFAULT_ID
     reserved = {label_col, id_col, true_label_col}
     if features is None:
         features = [c for c in columns if c not in reserved and _is_numeric(frame.dtypes[c])]

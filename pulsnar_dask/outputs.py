@@ -54,13 +54,16 @@ class RunOutput:
         return path if protocol in ("file", "local") else f"{protocol}://{path}"
 
     def prepare(self) -> None:
-        """Refuse a finished run unless overwriting; clear its summary when overwriting.
+        """Refuse a finished run unless overwriting, and a location that cannot be
+        written; clear the old summary when overwriting.
 
-        Nothing is created here: the location appears when the first result is written.
+        Writing is tried with an empty probe file, removed at once (and the location with
+        it when the probe created it): nothing stays until the first result is written.
         """
         summary = f"{self.path}/{SUMMARY}"
         try:
-            finished = self.fs.exists(summary)
+            existed = self.fs.exists(self.path)
+            finished = existed and self.fs.exists(summary)
         except Exception as exc:
             raise PUError(f"cannot access output location {self.url}: {exc}") from None
         if finished and not self.overwrite:
@@ -68,6 +71,16 @@ class RunOutput:
                 f"{self.url} already holds a finished run ({SUMMARY}); "
                 "pass --overwrite to replace it"
             )
+        probe = f"{self.path}/.write-check-{uuid.uuid4().hex[:12]}"
+        try:
+            if isinstance(self.fs, LocalFileSystem):  # object stores have no folders
+                self.fs.makedirs(self.path, exist_ok=True)
+            self.fs.pipe_file(probe, b"")
+            self.fs.rm(probe)
+            if not existed and self.fs.exists(self.path):
+                self.fs.rm(self.path, recursive=True)
+        except Exception as exc:
+            raise PUError(f"cannot write to output location {self.url}: {exc}") from None
         if finished:
             self.fs.rm(summary)
 

@@ -272,6 +272,17 @@ def bad_inputs(tmp_path_factory):
         [],
         "id column 'row_id' has 1 missing value(s)",
     )
+    cases["unknown id column"] = (
+        put("ok6", frame),
+        ["--id-col", "patient"],
+        "id column 'patient' is not in",
+    )
+    (tmp_path / "a_file").write_text("")
+    cases["unwritable output"] = (
+        put("ok7", frame),
+        ["--out", str(tmp_path / "a_file" / "out")],
+        "cannot write to output location",
+    )
     cases["non-numeric feature"] = (
         put("text_feat", frame.assign(name=["x"] * 40)),
         ["--features", "f0", "name"],
@@ -300,8 +311,9 @@ def bad_inputs(tmp_path_factory):
 BAD_INPUTS = [
     "empty dataset", "missing path", "not parquet", "no label column", "label 2", "label -1",
     "label missing", "no positives", "no unlabeled", "too few positives", "infinite",
-    "duplicate ids", "missing id", "non-numeric feature", "folds 1", "bin method",
-    "storage options", "cluster fraction", "one resample",
+    "duplicate ids", "missing id", "unknown id column", "unwritable output",
+    "non-numeric feature", "folds 1", "bin method", "storage options", "cluster fraction",
+    "one resample",
 ]  # fmt: skip
 
 

@@ -103,3 +103,20 @@ def test_storage_options_are_passed_through(s3_env, s3_endpoint, tmp_path, capsy
     assert status == 0, err
     body = s3_env.get_object(Bucket="pu-test", Key="runs/opts/summary.json")["Body"].read()
     assert json.loads(body)["alpha"] == summary["alpha"]
+
+
+def test_an_output_bucket_that_does_not_exist_is_refused_before_any_work(s3_env, tmp_path, capsys):
+    small_snar(tmp_path / "data", partitions=2)
+    _upload(s3_env, tmp_path / "data", "input/nobucket")
+    status, _, err = run_cli(
+        ["run", "--input", "s3://pu-test/input/nobucket", "--out", "s3://no-such-bucket/run",
+         "--method", "pulscar", "--n-workers", "1"],
+        capsys,
+    )  # fmt: skip
+    assert status == 2, err
+    assert "cannot write to output location s3://no-such-bucket/run" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    buckets = {b["Name"] for b in s3_env.list_buckets()["Buckets"]}
+    assert "no-such-bucket" not in buckets
+    keys = {o["Key"] for o in s3_env.list_objects_v2(Bucket="pu-test")["Contents"]}
+    assert not any("write-check" in k for k in keys)
