@@ -10,6 +10,7 @@ import json
 import logging
 import shutil
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,6 +84,66 @@ def with_row_ids(frame: dd.DataFrame, id_col: str, client: Any = None) -> dd.Dat
     return frame.map_partitions(add_ids, meta=meta)
 
 
+def _data_files(fs: Any, path: str) -> list[str]:
+    """The Parquet files of a dataset folder, as Dask reads them (hidden and ``_``-files
+    such as ``_metadata`` left out)."""
+    return sorted(
+        f
+        for f in fs.find(path)
+        if f.endswith(".parquet") and not Path(f).name.startswith((".", "_"))
+    )
+
+
+def _type_kind(arrow_type: Any) -> str:
+    import pyarrow.types as pat
+
+    if pat.is_integer(arrow_type) or pat.is_floating(arrow_type) or pat.is_boolean(arrow_type):
+        return "numeric"
+    if pat.is_string(arrow_type) or pat.is_large_string(arrow_type):
+        return "string"
+    return str(arrow_type)
+
+
+def check_same_schema(fs: Any, path: str, url: str) -> None:
+    """Refuse a dataset whose files differ in their columns, or in a column's type beyond
+    numeric width (an int in one file and a float in another is read as one numeric
+    column); only the files' footers are read.
+
+    Raises
+    ------
+    PUError
+        Naming the first file that differs from the dataset's first file, and how.
+    """
+    import pyarrow.parquet as pq
+
+    files = _data_files(fs, path)
+    if len(files) < 2:
+        return
+    with ThreadPoolExecutor(8) as pool:  # footers of object storage: latency-bound
+        schemas = list(pool.map(lambda f: pq.read_schema(fs.open(f)), files))
+    first = {name: _type_kind(schemas[0].field(name).type) for name in schemas[0].names}
+    for file, schema in zip(files[1:], schemas[1:], strict=True):
+        here = {name: _type_kind(schema.field(name).type) for name in schema.names}
+        shown, reference = Path(file).name, Path(files[0]).name
+        extra, lacking = sorted(set(here) - set(first)), sorted(set(first) - set(here))
+        if extra or lacking:
+            what = "; ".join(
+                text
+                for text in (
+                    extra and f"has {', '.join(extra)}, which {reference} has not",
+                    lacking and f"lacks {', '.join(lacking)}",
+                )
+                if text
+            )
+            raise PUError(f"the files of {url} differ in their columns: {shown} {what}")
+        for name, kind in here.items():
+            if kind != first[name]:
+                raise PUError(
+                    f"the files of {url} differ in column '{name}': {kind} in {shown}, "
+                    f"{first[name]} in {reference}"
+                )
+
+
 def read_pu_parquet(
     path: str,
     label_col: str = "label",
@@ -128,6 +189,19 @@ def read_pu_parquet(
         raise PUError(f"cannot open {path}: {exc}") from None
     if not exists:
         raise PUError(f"input {path} does not exist")
+    try:
+        is_folder = fs.isdir(fs_path)
+    except Exception as exc:
+        raise PUError(f"cannot open {path}: {exc}") from None
+    if is_folder:
+        try:
+            check_same_schema(fs, fs_path, path)
+        except PUError:
+            raise
+        except Exception as exc:  # pyarrow raises several types for non-Parquet input
+            raise PUError(
+                f"input {path} is not a readable Parquet file or dataset: {exc}"
+            ) from None
     try:
         frame = dd.read_parquet(path, storage_options=storage_options)
     except Exception as exc:  # pyarrow raises several types for non-Parquet input

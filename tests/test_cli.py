@@ -283,6 +283,22 @@ def bad_inputs(tmp_path_factory):
         ["--out", str(tmp_path / "a_file" / "out")],
         "cannot write to output location",
     )
+    differ = {
+        "columns": (
+            frame.assign(f2=1.0),
+            "differ in their columns: part.1.parquet has f2, which part.0.parquet has not",
+        ),
+        "types": (
+            frame.assign(f1=frame["f1"].astype(str)),
+            "differ in column 'f1': string in part.1.parquet, numeric in part.0.parquet",
+        ),
+    }
+    for name, (second, message) in differ.items():
+        folder = tmp_path / f"differ_{name}"
+        folder.mkdir()
+        frame.to_parquet(folder / "part.0.parquet", index=False)
+        second.to_parquet(folder / "part.1.parquet", index=False)
+        cases[f"files differ in {name}"] = (str(folder), [], message)
     cases["non-numeric feature"] = (
         put("text_feat", frame.assign(name=["x"] * 40)),
         ["--features", "f0", "name"],
@@ -312,6 +328,7 @@ BAD_INPUTS = [
     "empty dataset", "missing path", "not parquet", "no label column", "label 2", "label -1",
     "label missing", "no positives", "no unlabeled", "too few positives", "infinite",
     "duplicate ids", "missing id", "unknown id column", "unwritable output",
+    "files differ in columns", "files differ in types",
     "non-numeric feature", "folds 1", "bin method", "storage options", "cluster fraction",
     "one resample",
 ]  # fmt: skip
