@@ -184,9 +184,12 @@ def read_pu_parquet(
     storage_options = storage_options or {}
     try:
         fs, fs_path = fsspec.core.url_to_fs(path, **storage_options)
-        exists = fs.exists(fs_path)
     except (ImportError, ValueError) as exc:
         raise PUError(f"cannot open {path}: {exc}") from None
+    try:
+        exists = fs.exists(fs_path)
+    except Exception as exc:  # storage that cannot be reached or refuses the credentials
+        raise PUError(f"cannot reach {path}: {type(exc).__name__}: {exc}") from None
     if not exists:
         raise PUError(f"input {path} does not exist")
     try:

@@ -120,3 +120,17 @@ def test_an_output_bucket_that_does_not_exist_is_refused_before_any_work(s3_env,
     assert "no-such-bucket" not in buckets
     keys = {o["Key"] for o in s3_env.list_objects_v2(Bucket="pu-test")["Contents"]}
     assert not any("write-check" in k for k in keys)
+
+
+def test_storage_that_cannot_be_reached_gets_one_line(s3_env, tmp_path, capsys):
+    nobody = json.dumps({"client_kwargs": {"endpoint_url": f"http://127.0.0.1:{free_port()}"}})
+    out = tmp_path / "out"
+    status, _, err = run_cli(
+        ["run", "--input", "s3://pu-test/input/data", "--out", str(out), "--n-workers", "1",
+         "--storage-options", nobody],
+        capsys,
+    )  # fmt: skip
+    assert status == 2, err
+    assert "cannot reach s3://pu-test/input/data" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not out.exists()
