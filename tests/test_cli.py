@@ -261,7 +261,17 @@ def bad_inputs(tmp_path_factory):
         [],
         "at least n_folds=5",
     )
-    cases["infinite"] = (put("inf", frame.assign(f1=[np.inf] + [1.0] * 39)), [], "1 infinite value")
+    cases["infinite"] = (
+        put("inf", frame.assign(f1=[np.inf] + [1.0] * 39)),
+        [],
+        "infinite or beyond float32's range (|x| > 3.4e+38), which the models cannot hold: f1 "
+        "(1 rows)",
+    )
+    cases["beyond float32"] = (
+        put("big", frame.assign(f0=[1e39, -1e300] + [1.0] * 38)),
+        [],
+        "cannot hold: f0 (2 rows)",
+    )
     cases["duplicate ids"] = (
         put("dup", frame.assign(row_id=[0, 0, *range(2, 40)])),
         [],
@@ -327,6 +337,7 @@ def bad_inputs(tmp_path_factory):
 BAD_INPUTS = [
     "empty dataset", "missing path", "not parquet", "no label column", "label 2", "label -1",
     "label missing", "no positives", "no unlabeled", "too few positives", "infinite",
+    "beyond float32",
     "duplicate ids", "missing id", "unknown id column", "unwritable output",
     "files differ in columns", "files differ in types",
     "non-numeric feature", "folds 1", "bin method", "storage options", "cluster fraction",

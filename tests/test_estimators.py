@@ -66,7 +66,8 @@ def test_calibration_and_classification_improve_on_pu_labels(snar):
     [
         (np.ones((3, 2)), [0, 1, 2], "y must hold only 0 and 1; found 2"),
         (np.ones((3, 2)), [0, 1], "has 3 rows but y has 2"),
-        (np.array([[1.0, np.inf], [0, 0], [1, 1]]), [0, 1, 0], "infinite"),
+        (np.array([[1.0, np.inf], [0, 0], [1, 1]]), [0, 1, 0], "cannot hold: x1 \\(1 rows\\)"),
+        (np.array([[1e39, 1.0], [0, 0], [1, 1]]), [0, 1, 0], "cannot hold: x0 \\(1 rows\\)"),
         (np.ones(3), [0, 1, 0], "2-dimensional"),
         (np.ones((3, 2)), pd.array([0, 1, pd.NA], dtype="boolean"), "found <NA> \\(1 rows\\)"),
     ],

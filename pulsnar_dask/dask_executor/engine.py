@@ -47,7 +47,14 @@ from pulsnar_dask.core.subtypes import importance_gain
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.io import PUFrame
 from pulsnar_dask.pipeline.result import JobResult
-from pulsnar_dask.pipeline.stages import Scored, ScoreRequest, check_labels, run_pipeline
+from pulsnar_dask.pipeline.stages import (
+    Scored,
+    ScoreRequest,
+    check_labels,
+    check_representable,
+    run_pipeline,
+    unrepresentable_counts,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -193,16 +200,16 @@ class DaskExecutor:
         with EXPRESSIONS:
             frame = self.client.persist(puf.frame)
             self.puf = puf = replace(puf, frame=frame)
+            features = frame[puf.features]
             infinite = self.client.compute(
-                frame[puf.features]
-                .map_partitions(lambda p: pd.Series([np.isinf(p.to_numpy(dtype=float)).sum()]))
-                .sum()
+                features.map_partitions(
+                    unrepresentable_counts,
+                    meta=pd.DataFrame({c: pd.Series(dtype="int64") for c in puf.features}),
+                ).sum()
             )
             table = self.client.compute(frame[columns])
             self.parts = self.client.compute(frame.to_delayed())
-        n_inf = int(infinite.result())
-        if n_inf:
-            raise PUError(f"the feature columns hold {n_inf} infinite value(s)")
+        check_representable(infinite.result())
         table = table.result().sort_values(puf.id, kind="stable")
         ids, labels = table[puf.id].to_numpy(), table[puf.label].to_numpy()
         check_labels(ids, labels, f"id column '{puf.id}'", f"label column '{puf.label}'")

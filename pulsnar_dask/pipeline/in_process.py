@@ -6,12 +6,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.subproblem import cross_validated_scores
 from pulsnar_dask.core.subtypes import importance_gain
 from pulsnar_dask.errors import PUError
-from pulsnar_dask.pipeline.stages import Scored, ScoreRequest, check_labels
+from pulsnar_dask.pipeline.stages import Scored, ScoreRequest, check_labels, check_representable
 
 
 def feature_names(X: Any) -> list[str]:
@@ -34,19 +35,20 @@ class InProcessExecutor:
     Raises
     ------
     PUError
-        For ``X`` not 2-dimensional, infinite values, or ``y`` of another length.
+        For ``X`` not 2-dimensional, values float32 cannot hold (infinite or beyond its
+        range), or ``y`` of another length.
     """
 
     engine = "in-process"
     threads = None  # XGBoost's own default: the models run one after another
 
     def __init__(self, X: Any, y: Any):
-        self.X = np.asarray(X, dtype=np.float32)
+        with np.errstate(over="ignore"):  # values beyond float32's range become inf
+            self.X = np.asarray(X, dtype=np.float32)
         if self.X.ndim != 2:
             raise PUError(f"X must be 2-dimensional, got shape {self.X.shape}")
         self.features = feature_names(X)
-        if np.isinf(self.X).any():
-            raise PUError("X contains infinite values")
+        check_representable(pd.Series(np.isinf(self.X).sum(axis=0), index=self.features))
         self.y = np.asarray(y).ravel()
         if self.y.shape[0] != self.X.shape[0]:
             raise PUError(f"X has {self.X.shape[0]} rows but y has {self.y.shape[0]}")

@@ -138,6 +138,34 @@ class Executor(Protocol):
         """Run every request (side by side where it can); results in request order."""
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def unrepresentable_counts(features: pd.DataFrame) -> pd.DataFrame:
+    """Per feature column, the values the models' float32 cannot hold: infinite ones and
+    finite ones beyond its range (one row: partitions' counts add up)."""
+    values = features.to_numpy(dtype=float)
+    bad = np.abs(values) > FLOAT32_MAX  # NaN compares false: missing values are allowed
+    return pd.DataFrame([bad.sum(axis=0)], columns=features.columns)
+
+
+def check_representable(counts: pd.Series) -> None:
+    """Refuse feature values float32 cannot hold (:func:`unrepresentable_counts`).
+
+    Raises
+    ------
+    PUError
+        Naming the columns and their counts.
+    """
+    bad = counts[counts > 0]
+    if len(bad):
+        shown = ", ".join(f"{name} ({int(n)} rows)" for name, n in bad.head(5).items())
+        raise PUError(
+            f"feature values that are infinite or beyond float32's range (|x| > "
+            f"{FLOAT32_MAX:.3g}), which the models cannot hold: {shown}"
+        )
+
+
 def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_name: str) -> None:
     """Refuse labels other than 0/1, missing or duplicate ids, and a table without
     positives or without unlabeled rows.
