@@ -201,7 +201,7 @@ class DaskExecutor:
             frame = self.client.persist(puf.frame)
             self.puf = puf = replace(puf, frame=frame)
             features = frame[puf.features]
-            infinite = self.client.compute(
+            unrepresentable = self.client.compute(
                 features.map_partitions(
                     unrepresentable_counts,
                     meta=pd.DataFrame({c: pd.Series(dtype="int64") for c in puf.features}),
@@ -209,7 +209,7 @@ class DaskExecutor:
             )
             table = self.client.compute(frame[columns])
             self.parts = self.client.compute(frame.to_delayed())
-        check_representable(infinite.result())
+        check_representable(unrepresentable.result())
         table = table.result().sort_values(puf.id, kind="stable")
         ids, labels = table[puf.id].to_numpy(), table[puf.label].to_numpy()
         check_labels(ids, labels, f"id column '{puf.id}'", f"label column '{puf.label}'")
