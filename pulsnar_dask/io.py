@@ -119,8 +119,13 @@ def check_same_schema(fs: Any, path: str, url: str) -> None:
     files = _data_files(fs, path)
     if len(files) < 2:
         return
+
+    def schema(file: str) -> Any:
+        with fs.open(file) as handle:
+            return pq.read_schema(handle)
+
     with ThreadPoolExecutor(8) as pool:  # footers of object storage: latency-bound
-        schemas = list(pool.map(lambda f: pq.read_schema(fs.open(f)), files))
+        schemas = list(pool.map(schema, files))
     first = {name: _type_kind(schemas[0].field(name).type) for name in schemas[0].names}
     for file, schema in zip(files[1:], schemas[1:], strict=True):
         here = {name: _type_kind(schema.field(name).type) for name in schema.names}

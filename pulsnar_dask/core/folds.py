@@ -8,6 +8,7 @@ ordered by a 64-bit hash of (id, seed) and dealt to folds in turn.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -18,8 +19,6 @@ def _id_keys(row_ids: np.ndarray) -> np.ndarray:
     ids = np.asarray(row_ids)
     if ids.dtype.kind in "iub":
         return ids.astype(np.uint64)
-    import pandas as pd
-
     return pd.util.hash_array(ids.astype(object))
 
 

@@ -105,6 +105,10 @@ def _fold_task(data, fold, config, seed):
     return fold_probabilities(X, y, folds, fold, params, config.n_rounds, trainable)
 
 
+def _identity(value: Any) -> Any:
+    return value
+
+
 def _gain_task(parts, features, label, id_col, config, seed):
     X, y, ids = _rows(parts, features, label, id_col)
     return importance_gain(X, y, ids, config, seed)
@@ -289,13 +293,13 @@ class DaskExecutor:
         return rows.sort_values(puf.id, kind="stable")[list(columns)].to_numpy(np.float32)
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
-        """Submit every call at once; each array they share is sent to every worker once
-        (so the calls can run on any worker, not only where the array was sent)."""
+        """Submit every call at once; each array they share goes to the cluster once
+        (:meth:`_share`)."""
         sent: dict[int, Future] = {}
         for args in calls:
             for a in args:
                 if isinstance(a, np.ndarray) and id(a) not in sent:
-                    sent[id(a)] = self.client.scatter(a, broadcast=True)
+                    sent[id(a)] = self._share(a)
         futures = [
             self.client.submit(fn, *[sent.get(id(a), a) for a in args], pure=False)
             for args in calls
@@ -344,9 +348,12 @@ class DaskExecutor:
         return out
 
     def _share(self, value: Any) -> Future:
-        """Send a value every partition task needs to every worker once (a graph would
-        carry it again with each computation)."""
-        return self.client.scatter([value], broadcast=True)[0]
+        """Put a value many tasks need on the cluster once, as a task that returns it
+        (a graph would carry it again with each computation). Tasks fetch it from the
+        worker that holds it, and if that worker is lost the scheduler computes it again
+        from the task: scattered data would be gone, and a broadcast scatter waited for
+        ever on a killed worker (``tests/test_reliability.py``)."""
+        return self.client.submit(_identity, value, pure=False)
 
     def _score_dask(self, request: ScoreRequest) -> Scored:
         """One scoring on ``xgboost.dask``: each fold's model trained on all workers,
@@ -358,7 +365,7 @@ class DaskExecutor:
             row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed
         )
         relabel = request.positive_ids is not None or request.flipped_ids is not None
-        shared = self._share(request) if relabel else None  # its id arrays, to each worker once
+        shared = self._share(request) if relabel else None  # its id arrays, sent once
         with EXPRESSIONS:
             frame = puf.frame
             if relabel:
