@@ -46,7 +46,7 @@ def sorted_label_hashes(
     """Return, per label value, the sorted hashes of that label's rows.
 
     This is all a worker needs to find any row's fold (see :func:`folds_from_hashes`), so
-    the distributed engine broadcasts it instead of the fold column.
+    the distributed engine sends it once instead of the fold column.
     """
     hashes = row_hash(row_ids, seed)
     labels = np.asarray(labels)
