@@ -198,20 +198,11 @@ def read_pu_parquet(
     if not exists:
         raise PUError(f"input {path} does not exist")
     try:
-        is_folder = fs.isdir(fs_path)
-    except Exception as exc:
-        raise PUError(f"cannot open {path}: {exc}") from None
-    if is_folder:
-        try:
+        if fs.isdir(fs_path):
             check_same_schema(fs, fs_path, path)
-        except PUError:
-            raise
-        except Exception as exc:  # pyarrow raises several types for non-Parquet input
-            raise PUError(
-                f"input {path} is not a readable Parquet file or dataset: {exc}"
-            ) from None
-    try:
         frame = dd.read_parquet(path, storage_options=storage_options)
+    except PUError:
+        raise
     except Exception as exc:  # pyarrow raises several types for non-Parquet input
         raise PUError(f"input {path} is not a readable Parquet file or dataset: {exc}") from None
     columns = list(frame.columns)

@@ -350,9 +350,14 @@ def combined_alpha(
     return total
 
 
+def unlabeled_probabilities(subproblems: list[SubproblemResult]) -> list[np.ndarray]:
+    """Each subproblem's probabilities of its unlabeled rows."""
+    return [r.probabilities[r.labels == 0] for r in subproblems]
+
+
 def unlabeled_view(subproblems: list[SubproblemResult]) -> tuple[list[np.ndarray], list[float]]:
     """Each subproblem's probabilities of its unlabeled rows, and its alpha."""
-    return [r.probabilities[r.labels == 0] for r in subproblems], [r.alpha for r in subproblems]
+    return unlabeled_probabilities(subproblems), [r.alpha for r in subproblems]
 
 
 def group_subproblems(subproblems: list[SubproblemResult], threshold: float) -> np.ndarray:
@@ -398,7 +403,6 @@ def relabel_claimed(
         New 0/1 labels.
     """
     y = np.asarray(labels).astype(np.int8).copy()
-    unlabeled = [r.probabilities[r.labels == 0] for r in subproblems]
-    claims = claimed_rows(unlabeled, alphas).any(axis=0)
+    claims = claimed_rows(unlabeled_probabilities(subproblems), alphas).any(axis=0)
     y[np.flatnonzero(y == 0)[claims]] = 1
     return y
