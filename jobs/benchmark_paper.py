@@ -123,11 +123,13 @@ def make_frame(name: str, setting: float, seed: int, table: tuple | None) -> pd.
     return pu_frame(make_pu_data(scenario, 2000, 6000, 50, setting, random_state=seed))
 
 
-def run_one(client, bench: Benchmark, algorithm: str, setting: float, seed: int, tables, config):
+def run_one(
+    client, bench: Benchmark, algorithm: str, setting: float, seed: int, tables, config, codes
+):
     """One run through the engine; returns its row and, for seed 0, calibration curves.
 
     ``tables`` maps each real set to its scattered (X, classes) and feature count;
-    ``config`` is the PUConfig of every run."""
+    ``config`` is the PUConfig of every run; ``codes``: categorical columns as numbers."""
     table, d = tables.get(bench.name, (None, {"SNAR_large": 100}.get(bench.name, 50)))
     meta = pd.DataFrame({f"f{i}": pd.Series(dtype="float32") for i in range(d)})
     meta = meta.assign(
@@ -138,7 +140,9 @@ def run_one(client, bench: Benchmark, algorithm: str, setting: float, seed: int,
     part = dask.delayed(make_frame)(bench.name, setting, seed, table)
     with EXPRESSIONS:  # runs build their frames in threads (see EXPRESSIONS)
         frame = dd.from_delayed([part], meta=meta, verify_meta=False)
-    puf = PUFrame(frame, [f"f{i}" for i in range(d)], "label", "row_id", "true_label")
+    real = REAL_SETS.get(bench.name)
+    categorical = [f"f{i}" for i in real.categorical] if real and not codes else []
+    puf = PUFrame(frame, [f"f{i}" for i in range(d)], "label", "row_id", "true_label", categorical)
     result = run_job(
         client,
         puf,
@@ -524,6 +528,11 @@ def main() -> None:
         help="PUConfig settings to change from the defaults (a variant to compare), e.g. "
         "max_cluster_features=100; values are read as JSON",
     )
+    parser.add_argument(
+        "--numeric-codes",
+        action="store_true",
+        help="categorical columns (bank, mushroom) as numeric codes, not categorical",
+    )
     args = parser.parse_args()
     config = PUConfig(**{k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)})
     args.seeds = args.seeds or (2 if args.quick else 10)
@@ -562,7 +571,10 @@ def main() -> None:
             for name, table in tables.items()
         }
         with ThreadPoolExecutor(args.concurrency) as pool:
-            futures = {pool.submit(run_one, client, *t, scattered, config): t for t in tasks}
+            futures = {
+                pool.submit(run_one, client, *t, scattered, config, args.numeric_codes): t
+                for t in tasks
+            }
             for k, future in enumerate(as_completed(futures), 1):
                 if future.exception() is not None:  # stop now, not after every other run
                     pool.shutdown(wait=False, cancel_futures=True)

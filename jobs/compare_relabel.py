@@ -64,7 +64,7 @@ def run_one(name: str, setting: float, seed: int) -> dict | None:
     previous = ranked_labels(data.label, model.calibrated_proba_, model.alpha_)
     config = PUConfig(max_unlabeled_ratio=None, n_threads=1)
     ids = np.arange(truth.size)
-    _, _, ranked = cross_validated_scores(data.X, previous, ids, config, seed)
+    _, _, ranked, _ = cross_validated_scores(data.X, previous, ids, config, seed)
     claimed = model.improved_proba_
     return {
         "family": name,

@@ -24,10 +24,13 @@ _HOMES = {
     "make_pu_data": "datasets.synthetic",
 }
 __all__ = ["PULSCAR", "PULSNAR", "AlphaEstimate", "PUData", "estimate_alpha", "make_pu_data"]
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # one declaration: pyproject.toml's, as installed
+        from pulsnar_dask.core.model import package_version
+
+        return package_version()
     if name not in _HOMES:
         raise AttributeError(f"module 'pulsnar_dask' has no attribute {name!r}")
     return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)

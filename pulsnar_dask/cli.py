@@ -96,6 +96,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", required=True, help="output directory or URL")
     _add_run_options(run)
 
+    score = sub.add_parser("score", help="score new rows with a run's saved model")
+    score.add_argument("--model", required=True, help="a run's output location or its model/")
+    score.add_argument("--input", required=True, help="Parquet file or dataset, path or URL")
+    score.add_argument("--out", required=True, help="output directory or URL")
+    score.add_argument(
+        "--id-col",
+        default=None,
+        help="unique row ids, any type (default: row_id where present, else generated "
+        "from the row position)",
+    )
+    _add_cluster_options(score)
+    score.add_argument("--overwrite", action="store_true")
+
     demo = sub.add_parser(
         "demo", help="synthetic SNAR data + the default method on a local cluster"
     )
@@ -103,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--n-workers", type=_positive_int(1), default=None)
     demo.add_argument("--quiet", action="store_true")
     demo.add_argument("--debug", action="store_true")
-    for p in (synth, run):
+    for p in (synth, run, score):
         p.add_argument("--quiet", action="store_true", help="no progress on stderr")
         p.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
@@ -119,18 +132,19 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--true-label-col", default=None)
     run.add_argument(
-        "--features", nargs="+", default=None, help="feature columns (default: numeric)"
+        "--features",
+        nargs="+",
+        default=None,
+        help="feature columns (default: every numeric, string and category column)",
     )
-    where = run.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", default=None, help="address of an existing scheduler")
-    where.add_argument("--cluster-config", default=None, help="YAML from cluster_configs/")
-    run.add_argument("--n-workers", type=_positive_int(1), default=None, help="local cluster size")
     run.add_argument(
-        "--dashboard",
-        action="store_true",
-        help="serve Dask's dashboard from the local cluster (its address is logged)",
+        "--categorical",
+        nargs="+",
+        default=None,
+        help="numeric columns to take as categorical codes (string and category "
+        "columns always are)",
     )
-    run.add_argument("--storage-options", default=None, help="fsspec options as JSON")
+    _add_cluster_options(run)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--iterations", type=_positive_int(1), default=1)
     run.add_argument("--calibrate", action="store_true")
@@ -143,6 +157,22 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
         default=None,
         help="save Dask's performance report (task stream, profiles) as this HTML file",
     )
+
+
+def _add_cluster_options(command: argparse.ArgumentParser) -> None:
+    """Where the work runs, and how storage is reached."""
+    where = command.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", default=None, help="address of an existing scheduler")
+    where.add_argument("--cluster-config", default=None, help="YAML from cluster_configs/")
+    command.add_argument(
+        "--n-workers", type=_positive_int(1), default=None, help="local cluster size"
+    )
+    command.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="serve Dask's dashboard from the local cluster (its address is logged)",
+    )
+    command.add_argument("--storage-options", default=None, help="fsspec options as JSON")
 
 
 def _add_config_options(run: argparse.ArgumentParser) -> None:
@@ -255,6 +285,7 @@ def _run(args: argparse.Namespace) -> dict:
             id_col=args.id_col,
             true_label_col=args.true_label_col,
             features=args.features,
+            categorical=args.categorical,
             storage_options=storage_options,
         )
         if args.performance_report:
@@ -292,11 +323,59 @@ def _run(args: argparse.Namespace) -> dict:
             summary = result.summary()
             logger.info("writing the predictions, the report and the summary to %s", args.out)
             summary["input"] = args.input
-            summary["predictions"] = output.write_predictions(puf.frame, puf.id, puf.label, table)
+            summary["predictions"] = output.write_predictions(
+                client, puf.frame, puf.id, puf.label, table
+            )
+            summary["model"] = output.write_model(result.model)
             page, images = build_report(result, summary)
             for name, data in images.items():
                 output.write_bytes(name, data)
             output.write_bytes("report.html", page.encode())
+            output.write_summary(summary)
+        finally:
+            output.discard_staging()
+    return summary
+
+
+def _score(args: argparse.Namespace) -> dict:
+    import time
+
+    from pulsnar_dask.dask_executor.apply import scored_rows
+    from pulsnar_dask.dask_executor.connect import connect
+    from pulsnar_dask.io import parse_storage_options, read_model, read_rows_to_score
+    from pulsnar_dask.outputs import RunOutput
+
+    start = time.perf_counter()
+    storage_options = parse_storage_options(args.storage_options)
+    output = RunOutput(args.out, storage_options, overwrite=args.overwrite)
+    output.prepare()
+    model = read_model(args.model, storage_options)
+    with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
+        frame, id_col = read_rows_to_score(
+            args.input, model.schema, args.id_col, storage_options, client
+        )
+        scores, totals = scored_rows(client, frame, id_col, model)
+        try:
+            logger.info("scoring %s with the model at %s", args.input, args.model)
+            url, totals = output.write_frame(client, scores, compute_with=totals)
+            unseen = {name: int(n) for name, n in totals["unseen"].items() if n}
+            if unseen:
+                logger.warning(
+                    "categories the model has not seen, scored as missing: %s",
+                    ", ".join(f"{name} ({n} rows)" for name, n in unseen.items()),
+                )
+            summary = {
+                "command": "score",
+                "model": args.model,
+                "model_alpha": model.alpha,
+                "model_kind": model.kind,
+                "input": args.input,
+                "predictions": url,
+                "n_rows": int(totals["n_rows"]),
+                "expected_positives": round(float(totals["expected_positives"]), 1),
+                "unseen_categories": unseen,
+                "seconds": round(time.perf_counter() - start, 3),
+            }
             output.write_summary(summary)
         finally:
             output.discard_staging()
@@ -365,13 +444,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         args = build_parser().parse_args(argv)
-        if args.command in ("run", "demo") and not _names_a_cluster(args):
+        if args.command in ("run", "score", "demo") and not _names_a_cluster(args):
             start_fork_server()  # imports the workers' modules while this process does its own
         _quiet_distributed(logging.ERROR if quiet else logging.WARNING)
         if args.command == "synth":
             _synth(args)
             return 0
-        summary = _run(args) if args.command == "run" else _demo(args)
+        summary = {"run": _run, "score": _score, "demo": _demo}[args.command](args)
     except PUError as exc:
         if debug:
             traceback.print_exc()
@@ -384,7 +463,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from pulsnar_dask.pipeline.result import headline
 
-    print(headline(summary), file=sys.stderr)
+    if args.command == "score":
+        print(
+            f"scored {summary['n_rows']:,} rows: about {summary['expected_positives']:,.0f} "
+            f"positives expected (calibrated); predictions at {summary['predictions']}",
+            file=sys.stderr,
+        )
+    else:
+        print(headline(summary), file=sys.stderr)
     print(json.dumps(summary, sort_keys=True))
     return 0
 

@@ -14,9 +14,12 @@ from typing import Any
 
 import dask.dataframe as dd
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from pulsnar_dask.core.config import PUConfig, parameter_docs
+from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.pipeline.result import JobResult
 from pulsnar_dask.pipeline.stages import run_pipeline
 
@@ -41,7 +44,17 @@ _OWN_DOC = """    n_iterations : int, default 1
     classify : bool, default False
         Retrain on recovered labels (Algorithm 4); implies isotonic calibration if none.
     random_state : int, default 0
+    categorical_features : list of str or None, default None
+        Numeric columns to take as categorical (names; ``x0, x1, ...`` for an array).
+        String and ``category`` columns of a frame always are: XGBoost splits them on
+        sets of categories.
 """
+
+
+def _proba_part(part: pd.DataFrame, model: PUModel) -> pd.DataFrame:
+    """Two-column probabilities (negative, positive) of one frame's rows."""
+    _, positive = model.predict_frame(part)
+    return pd.DataFrame({"negative": 1.0 - positive, "positive": positive}, index=part.index)
 
 
 class PULSCAR(BaseEstimator):
@@ -78,6 +91,9 @@ class PULSCAR(BaseEstimator):
         With ``calibration``.
     improved_proba_ : ndarray of shape (n,)
         With ``classify``.
+    model_ : PUModel
+        What scores new rows (:meth:`predict_proba`, :meth:`save`): the fold models and
+        the calibration (:mod:`pulsnar_dask.core.model`).
     """
     )
     _settings = SCORING_SETTINGS
@@ -105,6 +121,7 @@ class PULSCAR(BaseEstimator):
         calibration: str | None = None,
         classify: bool = False,
         random_state: int = 0,
+        categorical_features: list[str] | None = None,
     ):
         self.n_folds = n_folds
         self.bin_method = bin_method
@@ -126,6 +143,7 @@ class PULSCAR(BaseEstimator):
         self.calibration = calibration
         self.classify = classify
         self.random_state = random_state
+        self.categorical_features = categorical_features
 
     def _config(self) -> PUConfig:
         """The settings, checked once (ValueError naming the bad one)."""
@@ -140,21 +158,25 @@ class PULSCAR(BaseEstimator):
         result: the same whatever the input type."""
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
             delattr(self, name)  # a refit leaves nothing of the previous fit
+        declared = list(self.categorical_features or [])
         if isinstance(X, dd.DataFrame):
             from distributed import default_client
 
+            from pulsnar_dask.core.schema import categorical_columns
             from pulsnar_dask.dask_executor.engine import DaskExecutor
             from pulsnar_dask.io import PUFrame, with_row_ids
 
             client = client or default_client()
             label, row_id = "__pu_label__", "__pu_row_id__"
             frame = with_row_ids(X.assign(**{label: y}), row_id, client)
-            puf = PUFrame(frame, [str(c) for c in X.columns], label, row_id, None)
+            names = [str(c) for c in X.columns]
+            categorical = categorical_columns(X.dtypes, names, declared)
+            puf = PUFrame(frame, names, label, row_id, None, categorical, names)
             executor = DaskExecutor(client, puf)
         else:
             from pulsnar_dask.pipeline.in_process import InProcessExecutor
 
-            executor = InProcessExecutor(X, y)
+            executor = InProcessExecutor(X, y, declared)
         result = run_pipeline(
             executor,
             method=method,
@@ -184,6 +206,7 @@ class PULSCAR(BaseEstimator):
             self.calibrated_proba_ = result.calibrated
         if result.improved is not None:
             self.improved_proba_ = result.improved
+        self.model_ = result.model
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSCAR:
         """Estimate alpha from features ``X`` and PU labels ``y``; return self.
@@ -193,6 +216,91 @@ class PULSCAR(BaseEstimator):
         vectors are in row order either way.
         """
         return self._fit(X, y, client, "pulscar", self._config())
+
+    def _fitted_model(self) -> PUModel:
+        if not hasattr(self, "model_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        return self.model_
+
+    def predict_proba(self, X: Any) -> Any:
+        """Probability of being positive of new rows, from the saved models and the
+        calibration (:meth:`PUModel.predict <pulsnar_dask.core.model.PUModel.predict>`).
+
+        Parameters
+        ----------
+        X : array-like or dask.dataframe.DataFrame
+            Rows with the features the model was fitted on: a frame with those columns
+            (others are ignored), or an array with them in order. Categories it has not
+            seen count as missing.
+
+        Returns
+        -------
+        ndarray of shape (n, 2), or a dask array for a Dask dataframe
+            Columns: probability of being negative, of being positive (calibrated).
+        """
+        model = self._fitted_model()
+        if isinstance(X, dd.DataFrame):
+            self._check_columns(model, X.columns)
+            meta = pd.DataFrame({"negative": [], "positive": []}, dtype=float)
+            scored = X[model.schema.names].map_partitions(_proba_part, model, meta=meta)
+            return scored.to_dask_array()
+        return _proba_part(self._frame(model, X), model).to_numpy()
+
+    def predict(self, X: Any) -> Any:
+        """1 where the calibrated probability of being positive is at least 0.5, else 0
+        (int8; a dask array for a Dask dataframe)."""
+        positive = self.predict_proba(X)[:, 1]
+        return (positive >= 0.5).astype(np.int8)
+
+    @staticmethod
+    def _check_columns(model: PUModel, columns: Any) -> None:
+        missing = [c for c in model.schema.names if c not in set(map(str, columns))]
+        if missing:
+            raise ValueError(f"X lacks feature column(s) the model needs: {', '.join(missing)}")
+
+    @classmethod
+    def _frame(cls, model: PUModel, X: Any) -> pd.DataFrame:
+        if isinstance(X, pd.DataFrame):
+            X = X.set_axis([str(c) for c in X.columns], axis=1)
+            cls._check_columns(model, X.columns)
+            return X
+        if np.ndim(X) != 2 or np.shape(X)[1] != len(model.schema.names):
+            raise ValueError(
+                f"X must have {len(model.schema.names)} feature columns, got shape {np.shape(X)}"
+            )
+        return pd.DataFrame(np.asarray(X), columns=model.schema.names)
+
+    def save(self, path: str, storage_options: dict | None = None) -> None:
+        """Write the fitted model to a folder (local path or fsspec URL) as plain files:
+        ``model.json`` and XGBoost JSON models (:func:`pulsnar_dask.io.write_model`)."""
+        from pulsnar_dask.io import write_model
+
+        write_model(self._fitted_model(), path, storage_options)
+
+    @classmethod
+    def load(cls, path: str, storage_options: dict | None = None) -> PULSCAR:
+        """An estimator holding a saved model: ``model_``, ``alpha_`` and ``method_`` are
+        set (the fit's other attributes are not saved), and its parameters are the saved
+        run's where they are this estimator's."""
+        from pulsnar_dask.io import read_model
+
+        model = read_model(path, storage_options)
+        names = cls._get_param_names()
+        renamed = {"seed": "random_state", "n_threads": "n_jobs", "iterations": "n_iterations"}
+        settings = {renamed.get(k, k): v for k, v in model.settings.items()}
+        if settings.get("calibrate"):
+            settings["calibration"] = settings["calibration_method"]
+        estimator = cls(
+            **{
+                k: tuple(v) if isinstance(v, list) else v  # JSON gave lists for tuples
+                for k, v in settings.items()
+                if k in names and k != "method"
+            }
+        )
+        estimator.model_ = model
+        estimator.alpha_ = model.alpha
+        estimator.method_ = model.method
+        return estimator
 
 
 class PULSNAR(PULSCAR):
@@ -238,6 +346,8 @@ class PULSNAR(PULSCAR):
         ``1 - prod_c (1 - p_c)`` of the clusters' out-of-fold probabilities.
     calibrated_proba_, improved_proba_ : ndarray of shape (n,)
         With ``calibration`` / ``classify``.
+    model_ : PUModel
+        What scores new rows (see :class:`PULSCAR`).
     """
     )
     _settings = SCORING_SETTINGS + CLUSTER_SETTINGS
@@ -265,6 +375,7 @@ class PULSNAR(PULSCAR):
         calibration: str | None = None,
         classify: bool = False,
         random_state: int = 0,
+        categorical_features: list[str] | None = None,
         n_clusters: int | None = _D.n_clusters,
         max_clusters: int = _D.max_clusters,
         cluster_selection: str = _D.cluster_selection,
@@ -295,6 +406,7 @@ class PULSNAR(PULSCAR):
             calibration=calibration,
             classify=classify,
             random_state=random_state,
+            categorical_features=categorical_features,
         )
         self.n_clusters = n_clusters
         self.max_clusters = max_clusters

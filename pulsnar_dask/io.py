@@ -11,7 +11,7 @@ import logging
 import shutil
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,8 @@ import fsspec
 import numpy as np
 import pandas as pd
 
+from pulsnar_dask.core.model import MODEL_FILE, PUModel
+from pulsnar_dask.core.schema import FeatureSchema, is_categorical, is_numeric
 from pulsnar_dask.errors import PUError
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TRUE_LABEL = "true_label"
 DEFAULT_ID = "row_id"
+MODEL_DIR = "model"  # a run's model, inside its output location
 
 
 def parse_storage_options(text: str | None) -> dict[str, Any]:
@@ -53,9 +56,15 @@ class PUFrame:
     frame : dask.dataframe.DataFrame
         Feature, label, id (and true-label) columns only.
     features : list of str
+        Candidate features (a categorical one with too many categories is left out when
+        the table is read: :func:`pulsnar_dask.core.schema.schema_from_categories`).
     label : str
     id : str
     true_label : str or None
+    categorical : list of str
+        The features taken as categorical.
+    explicit : list of str
+        Features the user named (as features or categorical).
     """
 
     frame: dd.DataFrame
@@ -63,10 +72,8 @@ class PUFrame:
     label: str
     id: str
     true_label: str | None
-
-
-def _is_numeric(dtype: Any) -> bool:
-    return pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+    categorical: list[str] = field(default_factory=list)
+    explicit: list[str] = field(default_factory=list)
 
 
 def with_row_ids(frame: dd.DataFrame, id_col: str, client: Any = None) -> dd.DataFrame:
@@ -149,12 +156,97 @@ def check_same_schema(fs: Any, path: str, url: str) -> None:
                 )
 
 
+def open_parquet(path: str, storage_options: dict[str, Any] | None = None) -> dd.DataFrame:
+    """Open a Parquet file or dataset lazily, after checking it is there and its files
+    agree (:func:`check_same_schema`).
+
+    Raises
+    ------
+    PUError
+        For storage that cannot be reached, a missing path, files that differ, or input
+        that is not Parquet.
+    """
+    storage_options = storage_options or {}
+    try:
+        fs, fs_path = fsspec.core.url_to_fs(path, **storage_options)
+    except (ImportError, ValueError) as exc:
+        raise PUError(f"cannot open {path}: {exc}") from None
+    try:
+        exists = fs.exists(fs_path)
+    except Exception as exc:  # storage that cannot be reached or refuses the credentials
+        raise PUError(f"cannot reach {path}: {type(exc).__name__}: {exc}") from None
+    if not exists:
+        raise PUError(f"input {path} does not exist")
+    try:
+        if fs.isdir(fs_path):
+            check_same_schema(fs, fs_path, path)
+        return dd.read_parquet(path, storage_options=storage_options)
+    except PUError:
+        raise
+    except Exception as exc:  # pyarrow raises several types for non-Parquet input
+        raise PUError(f"input {path} is not a readable Parquet file or dataset: {exc}") from None
+
+
+def read_rows_to_score(
+    path: str,
+    schema: FeatureSchema,
+    id_col: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    client: Any = None,
+) -> tuple[dd.DataFrame, str]:
+    """Open new rows for a saved model: its feature columns and an id column.
+
+    Parameters
+    ----------
+    path : str
+        Parquet file or dataset, local or fsspec URL.
+    schema : FeatureSchema
+        The model's features.
+    id_col : str or None
+        As :func:`read_pu_parquet`: ``None`` takes ``row_id`` where present, else
+        generates ids from the row position (partition lengths counted on ``client``).
+
+    Returns
+    -------
+    (frame, id_col)
+        The features and the id column, lazily.
+
+    Raises
+    ------
+    PUError
+        For a feature the input lacks, or one whose type cannot hold the model's values
+        (text where the model has numbers, numbers where its categories are text).
+    """
+    frame = open_parquet(path, storage_options)
+    columns = list(frame.columns)
+    if id_col is not None and id_col not in columns:
+        raise PUError(f"id column '{id_col}' is not in {path} (columns: {', '.join(columns)})")
+    missing = [c for c in schema.names if c not in columns]
+    if missing:
+        raise PUError(f"{path} lacks feature column(s) the model needs: {', '.join(missing)}")
+    for name in schema.names:
+        dtype = frame.dtypes[name]
+        categories = schema.categories.get(name)
+        text = categories is not None and any(isinstance(v, str) for v in categories)
+        if categories is None and not is_numeric(dtype):
+            raise PUError(f"column '{name}' of {path} is {dtype}; the model has it numeric")
+        if text and is_numeric(dtype):
+            raise PUError(f"column '{name}' of {path} is {dtype}; the model's categories are text")
+    id_col = id_col or DEFAULT_ID
+    keep = [*schema.names] + ([id_col] if id_col in columns else [])
+    frame = frame[keep]
+    if id_col not in columns:
+        frame = with_row_ids(frame, id_col, client)
+    return frame, id_col
+
+
 def read_pu_parquet(
     path: str,
     label_col: str = "label",
     id_col: str | None = None,
     true_label_col: str | None = None,
     features: list[str] | None = None,
+    categorical: list[str] | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> PUFrame:
     """Open a Parquet file or dataset as a :class:`PUFrame` and check its schema.
@@ -173,7 +265,11 @@ def read_pu_parquet(
         When ``None``, a column named ``true_label`` is taken as it (with a warning) unless
         it is listed in ``features``.
     features : list of str or None
-        Feature columns; by default every numeric column but the three above.
+        Feature columns; by default every numeric, string and ``category`` column but the
+        three above.
+    categorical : list of str or None
+        Numeric columns to take as categorical (codes); string and ``category`` columns
+        always are.
     storage_options : dict or None
         fsspec options of the filesystem.
 
@@ -184,27 +280,10 @@ def read_pu_parquet(
     Raises
     ------
     PUError
-        For a missing path, a non-Parquet input, an empty dataset or missing columns.
+        For a missing path, a non-Parquet input, an empty dataset, missing columns or
+        columns of a type no model can use.
     """
-    storage_options = storage_options or {}
-    try:
-        fs, fs_path = fsspec.core.url_to_fs(path, **storage_options)
-    except (ImportError, ValueError) as exc:
-        raise PUError(f"cannot open {path}: {exc}") from None
-    try:
-        exists = fs.exists(fs_path)
-    except Exception as exc:  # storage that cannot be reached or refuses the credentials
-        raise PUError(f"cannot reach {path}: {type(exc).__name__}: {exc}") from None
-    if not exists:
-        raise PUError(f"input {path} does not exist")
-    try:
-        if fs.isdir(fs_path):
-            check_same_schema(fs, fs_path, path)
-        frame = dd.read_parquet(path, storage_options=storage_options)
-    except PUError:
-        raise
-    except Exception as exc:  # pyarrow raises several types for non-Parquet input
-        raise PUError(f"input {path} is not a readable Parquet file or dataset: {exc}") from None
+    frame = open_parquet(path, storage_options)
     columns = list(frame.columns)
     if (
         true_label_col is None
@@ -224,29 +303,46 @@ def read_pu_parquet(
             )
     id_col = id_col or DEFAULT_ID
     reserved = {label_col, id_col, true_label_col}
+    named = features is not None
+
+    def usable(column: str) -> bool:
+        dtype = frame.dtypes[column]
+        return is_numeric(dtype) or is_categorical(dtype)
+
     if features is None:
-        features = [c for c in columns if c not in reserved and _is_numeric(frame.dtypes[c])]
+        features = [c for c in columns if c not in reserved and usable(c)]
         skipped = [c for c in columns if c not in reserved and c not in features]
         if skipped:
-            logger.warning("skipping non-numeric column(s): %s", ", ".join(skipped))
+            logger.warning(
+                "skipping column(s) of a type no model can use: %s",
+                ", ".join(f"{c} ({frame.dtypes[c]})" for c in skipped),
+            )
     else:
         missing = [c for c in features if c not in columns]
         if missing:
             raise PUError(f"feature column(s) not in {path}: {', '.join(missing)}")
-        bad = [c for c in features if not _is_numeric(frame.dtypes[c])]
+        bad = [c for c in features if not usable(c)]
         if bad:
             raise PUError(
-                "feature column(s) are not numeric: "
-                + ", ".join(f"{c} ({frame.dtypes[c]})" for c in bad)
+                "feature column(s) of a type no model can use (numbers, strings or "
+                "categories): " + ", ".join(f"{c} ({frame.dtypes[c]})" for c in bad)
             )
+    declared = list(categorical or [])
+    missing = [c for c in declared if c not in features]
+    if missing:
+        raise PUError(
+            f"--categorical column(s) that are not features of {path}: {', '.join(missing)}"
+        )
     if not features:
-        raise PUError(f"{path} has no numeric feature columns")
+        raise PUError(f"{path} has no feature columns")
+    categorical = [c for c in features if c in declared or is_categorical(frame.dtypes[c])]
     keep = [*features, label_col] + ([id_col] if id_col in columns else [])
     keep += [true_label_col] if true_label_col else []
     frame = frame[keep]
     if id_col not in columns:
         frame = with_row_ids(frame, id_col)
-    return PUFrame(frame, list(features), label_col, id_col, true_label_col)
+    explicit = sorted(set(declared) | (set(features) if named else set()))
+    return PUFrame(frame, list(features), label_col, id_col, true_label_col, categorical, explicit)
 
 
 def write_pu_parquet(chunks: Iterable[PUData], out: Path) -> tuple[int, float]:
@@ -281,3 +377,43 @@ def write_pu_parquet(chunks: Iterable[PUData], out: Path) -> tuple[int, float]:
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
     return n_rows, n_hidden / max(n_unlabeled, 1)
+
+
+def read_model(url: str, storage_options: dict[str, Any] | None = None) -> PUModel:
+    """Load a saved model: a run's output location (its ``model/`` folder is used) or a
+    model folder, local or any fsspec URL.
+
+    Raises
+    ------
+    PUError
+        If there is no model there, or it cannot be read.
+    """
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        path = path.rstrip("/")
+        if not fs.exists(f"{path}/{MODEL_FILE}") and fs.exists(f"{path}/{MODEL_DIR}/{MODEL_FILE}"):
+            path = f"{path}/{MODEL_DIR}"
+        if not fs.exists(f"{path}/{MODEL_FILE}"):
+            raise PUError(f"no model at {url} (no {MODEL_FILE} there or in {MODEL_DIR}/)")
+        return PUModel.from_files(lambda name: fs.cat_file(f"{path}/{name}"))
+    except PUError:
+        raise
+    except Exception as exc:  # unreachable storage, missing fold files, bad JSON
+        raise PUError(f"cannot read the model at {url}: {type(exc).__name__}: {exc}") from None
+
+
+def write_model(model: PUModel, url: str, storage_options: dict[str, Any] | None = None) -> None:
+    """Save a model as a folder of plain files (:meth:`PUModel.to_files`), ``model.json``
+    last, so a folder without it is visibly incomplete."""
+    fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    path = path.rstrip("/")
+    files = model.to_files()
+    fs.makedirs(path, exist_ok=True)
+    if fs.exists(path):  # a model saved there before: none of its files may stay
+        for old in fs.find(path):
+            if Path(old).name == MODEL_FILE or Path(old).name.startswith("component"):
+                fs.rm(old)
+    for name, data in files.items():
+        if name != MODEL_FILE:
+            fs.pipe_file(f"{path}/{name}", data)
+    fs.pipe_file(f"{path}/{MODEL_FILE}", files[MODEL_FILE])

@@ -1,7 +1,7 @@
 """Writing a run's outputs to a local directory or an fsspec URL, safely.
 
 Order: predictions are written by the workers under a staging folder inside the output
-location, moved into place when complete, then the report, and ``summary.json`` last, so
+location, moved into place when complete, then the model, the report, and ``summary.json`` last, so
 a location without ``summary.json`` is visibly an unfinished run. A rerun with
 ``overwrite`` first removes the old summary for the same reason.
 """
@@ -16,8 +16,10 @@ from typing import Any
 import dask.dataframe as dd
 import fsspec
 import pandas as pd
+from distributed import Client
 from fsspec.implementations.local import LocalFileSystem
 
+from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.errors import PUError
 
 logger = logging.getLogger(__name__)
@@ -85,7 +87,12 @@ class RunOutput:
             self.fs.rm(summary)
 
     def write_predictions(
-        self, frame: dd.DataFrame, id_col: str, label_col: str, table: pd.DataFrame
+        self,
+        client: Client,
+        frame: dd.DataFrame,
+        id_col: str,
+        label_col: str,
+        table: pd.DataFrame,
     ) -> str:
         """Have the workers write (id, label, result columns) as Parquet; return its URL.
 
@@ -95,18 +102,49 @@ class RunOutput:
 
         Parameters
         ----------
+        client : distributed.Client
+            Where the writing runs.
         frame : dask.dataframe.DataFrame
             The input, with ``id_col`` and ``label_col``.
         table : pandas.DataFrame
             Result columns indexed by row id, sorted.
         """
-        self.fs.makedirs(self.path, exist_ok=True)
-        staged = f"{self.staging}/{PREDICTIONS}"
         results = dd.from_pandas(table, npartitions=max(frame.npartitions, 1), sort=True)
         rows = frame[[id_col, label_col]].merge(
             results, left_on=id_col, right_index=True, how="left"
         )
-        rows.to_parquet(self._url(staged), storage_options=self.storage_options, write_index=False)
+        return self.write_frame(client, rows)[0]
+
+    def write_frame(
+        self, client: Client, rows: dd.DataFrame, compute_with: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Have the workers write ``rows`` as the run's ``predictions`` dataset. The files
+        go to the staging folder and move into place when all are written.
+
+        Parameters
+        ----------
+        client : distributed.Client
+            Where the writing runs.
+        rows : dask.dataframe.DataFrame
+        compute_with : dict of dask collections, or None
+            Computed in the same pass as the writing (sharing its reads).
+
+        Returns
+        -------
+        (url, values)
+            The dataset's URL, and ``compute_with``'s collections computed.
+        """
+        self.fs.makedirs(self.path, exist_ok=True)
+        staged = f"{self.staging}/{PREDICTIONS}"
+        write = rows.to_parquet(
+            self._url(staged),
+            storage_options=self.storage_options,
+            write_index=False,
+            compute=False,
+        )
+        names = list(compute_with or {})
+        done = client.gather(client.compute([write, *(compute_with or {}).values()]))
+        values = dict(zip(names, done[1:], strict=True))
         final = f"{self.path}/{PREDICTIONS}"
         if self.fs.exists(final):
             self.fs.rm(final, recursive=True)
@@ -115,7 +153,16 @@ class RunOutput:
         else:  # object stores have no directories to rename: move object by object
             for source in self.fs.find(staged):
                 self.fs.mv(source, final + source[len(staged) :])
-        return self._url(final)
+        return self._url(final), values
+
+    def write_model(self, model: PUModel) -> str:
+        """Write a run's model to ``model/`` (:func:`pulsnar_dask.io.write_model`); return
+        its URL."""
+        from pulsnar_dask.io import MODEL_DIR, write_model
+
+        url = self._url(f"{self.path}/{MODEL_DIR}")
+        write_model(model, url, self.storage_options)
+        return url
 
     def write_bytes(self, name: str, data: bytes) -> None:
         """Write one file of the run (report, plot)."""

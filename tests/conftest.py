@@ -22,3 +22,27 @@ def beta_mixture(rng: np.random.Generator, n: int):
 @pytest.fixture
 def mixture():
     return beta_mixture
+
+
+def _local_client():
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as c,
+    ):
+        yield c
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A local multi-process cluster (two workers of one thread) and its client."""
+    yield from _local_client()
+
+
+@pytest.fixture
+def fresh_client():
+    """As ``client``, closed after the test: for modules that also run the CLI in this
+    process, which starts a cluster of its own (a second local cluster alive in the same
+    process has hung xgboost.dask's matrix building and the cluster's close)."""
+    yield from _local_client()

@@ -309,10 +309,21 @@ def bad_inputs(tmp_path_factory):
         frame.to_parquet(folder / "part.0.parquet", index=False)
         second.to_parquet(folder / "part.1.parquet", index=False)
         cases[f"files differ in {name}"] = (str(folder), [], message)
-    cases["non-numeric feature"] = (
-        put("text_feat", frame.assign(name=["x"] * 40)),
-        ["--features", "f0", "name"],
-        "not numeric: name",
+    cases["feature of no usable type"] = (
+        put("date_feat", frame.assign(seen=pd.Timestamp("2026-01-01"))),
+        ["--features", "f0", "seen"],
+        "of a type no model can use (numbers, strings or categories): seen",
+    )
+    cases["unknown categorical column"] = (
+        put("ok8", frame),
+        ["--categorical", "plan"],
+        "--categorical column(s) that are not features",
+    )
+    wide = pd.DataFrame({"f0": np.arange(1100.0), "label": [1] * 100 + [0] * 1000})
+    cases["too many categories named"] = (
+        put("many", wide.assign(note=[f"n{i}" for i in range(1100)])),
+        ["--features", "f0", "note"],
+        "'note' has more than 1000 distinct values",
     )
     cases["folds 1"] = (put("ok", frame), ["--folds", "1"], "must be at least 2")
     cases["bin method"] = (
@@ -340,7 +351,8 @@ BAD_INPUTS = [
     "beyond float32",
     "duplicate ids", "missing id", "unknown id column", "unwritable output",
     "files differ in columns", "files differ in types",
-    "non-numeric feature", "folds 1", "bin method", "storage options", "cluster fraction",
+    "feature of no usable type", "unknown categorical column", "too many categories named",
+    "folds 1", "bin method", "storage options", "cluster fraction",
     "one resample",
 ]  # fmt: skip
 
@@ -394,15 +406,26 @@ def test_all_bad_inputs_are_covered(bad_inputs):
     assert sorted(bad_inputs) == sorted(BAD_INPUTS)
 
 
-def test_non_numeric_columns_are_skipped_with_a_warning(tmp_path, caplog):
+def test_text_columns_are_categorical_and_others_skipped_with_a_warning(tmp_path, caplog):
     from pulsnar_dask.io import read_pu_parquet
 
-    frame = pd.DataFrame({"f0": [0.1, 0.2], "name": ["a", "b"], "label": [1, 0]})
+    frame = pd.DataFrame(
+        {
+            "f0": [0.1, 0.2],
+            "name": ["a", "b"],
+            "code": [3, 4],
+            "seen": pd.Timestamp(0),
+            "label": [1, 0],
+        }
+    )
     frame.to_parquet(tmp_path / "mixed.parquet", index=False)
     with caplog.at_level("WARNING"):
         puf = read_pu_parquet(str(tmp_path / "mixed.parquet"))
-    assert puf.features == ["f0"]
-    assert "skipping non-numeric column(s): name" in caplog.text
+    assert puf.features == ["f0", "name", "code"]
+    assert puf.categorical == ["name"]  # numeric codes stay numeric unless named
+    assert "skipping column(s) of a type no model can use: seen (datetime64" in caplog.text
+    puf = read_pu_parquet(str(tmp_path / "mixed.parquet"), categorical=["code"])
+    assert puf.categorical == ["name", "code"]
 
 
 def test_features_that_cannot_separate_labels_get_a_warning(tmp_path, capsys, caplog):

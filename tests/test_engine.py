@@ -3,7 +3,6 @@
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
 from helpers import run_cli, small_snar
 
 from pulsnar_dask import PULSNAR
@@ -11,15 +10,6 @@ from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.subproblem import subproblems_alpha
 from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.io import read_pu_parquet
-
-
-@pytest.fixture(scope="module")
-def client():
-    with (
-        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
 
 
 @pytest.fixture(scope="module")

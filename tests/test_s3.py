@@ -77,6 +77,18 @@ def test_run_reads_and_writes_s3(s3_env, tmp_path, capsys):
     assert len(predictions) == summary["n_positive"] + summary["n_unlabeled"]
     assert set(predictions.columns) >= {"row_id", "label", "probability", "calibrated_probability"}
     assert predictions["row_id"].is_unique
+    # the saved model, read from object storage, scores rows there into object storage
+    assert "runs/one/model/model.json" in keys and stored["model"] == "s3://pu-test/runs/one/model"
+    status, scored, err = run_cli(
+        ["score", "--model", "s3://pu-test/runs/one", "--input", "s3://pu-test/input/data",
+         "--out", "s3://pu-test/scored/one", "--n-workers", "2"],
+        capsys,
+    )  # fmt: skip
+    assert status == 0, err
+    assert scored["n_rows"] == len(predictions)
+    rows = pd.read_parquet("s3://pu-test/scored/one/predictions", storage_options={})
+    assert set(rows.columns) == {"row_id", "probability", "calibrated_probability"}
+    assert sorted(rows["row_id"]) == sorted(predictions["row_id"])
 
 
 def test_storage_options_are_passed_through(s3_env, s3_endpoint, tmp_path, capsys, monkeypatch):

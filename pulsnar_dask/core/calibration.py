@@ -9,6 +9,9 @@ probabilities then gives calibrated probabilities.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+from typing import Any
+
 import numpy as np
 
 from pulsnar_dask.core.config import CALIBRATION_DATA, CALIBRATION_METHODS
@@ -143,13 +146,56 @@ def relabeled(
     return new_labels
 
 
-def fit_calibration(
+@dataclass(frozen=True)
+class CalibrationMap:
+    """A fitted map from a classifier's probability to a calibrated one, kept as numbers
+    so that a saved model applies it to new rows exactly as the run did.
+
+    Attributes
+    ----------
+    method : {"isotonic", "sigmoid"}
+    x, y : tuple of float
+        Isotonic: the fitted step function's knots (increasing ``x``); the map
+        interpolates linearly between them and is flat beyond them.
+    coef, intercept : float
+        Sigmoid: ``1 / (1 + exp(-(coef p + intercept)))``.
+    """
+
+    method: str
+    x: tuple[float, ...] = ()
+    y: tuple[float, ...] = ()
+    coef: float = 0.0
+    intercept: float = 0.0
+
+    def __call__(self, probabilities: np.ndarray) -> np.ndarray:
+        """Calibrated probabilities in [0, 1] (float64, the shape of ``probabilities``)."""
+        p = np.asarray(probabilities, dtype=float)
+        if self.method == "isotonic":
+            return np.interp(p, self.x, self.y)
+        return 1.0 / (1.0 + np.exp(-(self.coef * p + self.intercept)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CalibrationMap:
+        return cls(
+            data["method"],
+            tuple(data["x"]),
+            tuple(data["y"]),
+            data["coef"],
+            data["intercept"],
+        )
+
+
+def fit_calibration_map(
     probabilities: np.ndarray,
     new_labels: np.ndarray,
     fit_rows: np.ndarray | None = None,
     method: str = "isotonic",
-) -> np.ndarray:
-    """Regress new labels on probabilities and return every row's calibrated probability.
+) -> CalibrationMap:
+    """Regress new labels on probabilities: isotonic regression (``y_min=0, y_max=1``,
+    flat beyond the fitted range) or logistic regression.
 
     Parameters
     ----------
@@ -157,12 +203,10 @@ def fit_calibration(
     fit_rows : ndarray of bool or None
         Rows the regression is fitted on (``None``: all).
     method : {"isotonic", "sigmoid"}
-        Isotonic regression (``y_min=0, y_max=1``, clipped) or logistic regression.
 
     Returns
     -------
-    ndarray of shape (n,)
-        Calibrated probabilities in [0, 1].
+    CalibrationMap
     """
     if method not in CALIBRATION_METHODS:
         raise ValueError(
@@ -177,10 +221,29 @@ def fit_calibration(
     if method == "isotonic":
         model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
         model.fit(p[rows], new_labels[rows])
-        return model.predict(p)
+        x, y = model.X_thresholds_, model.y_thresholds_
+        return CalibrationMap(method, tuple(x.tolist()), tuple(y.tolist()))
     model = LogisticRegression()
     model.fit(p[rows].reshape(-1, 1), new_labels[rows])
-    return model.predict_proba(p.reshape(-1, 1))[:, 1]
+    return CalibrationMap(
+        method, coef=float(model.coef_[0, 0]), intercept=float(model.intercept_[0])
+    )
+
+
+def fit_calibration(
+    probabilities: np.ndarray,
+    new_labels: np.ndarray,
+    fit_rows: np.ndarray | None = None,
+    method: str = "isotonic",
+) -> np.ndarray:
+    """Every row's calibrated probability from :func:`fit_calibration_map`.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Calibrated probabilities in [0, 1].
+    """
+    return fit_calibration_map(probabilities, new_labels, fit_rows, method)(probabilities)
 
 
 def reliability_curve(

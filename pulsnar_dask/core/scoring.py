@@ -56,12 +56,31 @@ def booster_params(
     return params
 
 
-def _fit(X: np.ndarray, y: np.ndarray, params: Mapping[str, Any], n_rounds: int) -> xgb.Booster:
+def matrix(
+    X: np.ndarray, labels: np.ndarray | None = None, feature_types: list[str] | None = None
+) -> xgb.DMatrix:
+    """An XGBoost matrix of float32 features; ``feature_types`` (``c`` categorical codes,
+    ``q`` numeric, see :class:`~pulsnar_dask.core.schema.FeatureSchema`) turns on
+    XGBoost's categorical splits."""
+    import xgboost as xgb
+
+    return xgb.DMatrix(
+        X, label=labels, feature_types=feature_types, enable_categorical=feature_types is not None
+    )
+
+
+def _fit(
+    X: np.ndarray,
+    y: np.ndarray,
+    params: Mapping[str, Any],
+    n_rounds: int,
+    feature_types: list[str] | None = None,
+) -> xgb.Booster:
     import xgboost as xgb
 
     n_pos = int(np.sum(y == 1))
     weight = (y.size - n_pos) / n_pos if n_pos else 1.0
-    dtrain = xgb.DMatrix(X, label=y)
+    dtrain = matrix(X, y, feature_types)
     return xgb.train({**params, "scale_pos_weight": weight}, dtrain, num_boost_round=n_rounds)
 
 
@@ -73,7 +92,8 @@ def fold_probabilities(
     params: Mapping[str, Any],
     n_rounds: int = DEFAULT_N_ROUNDS,
     trainable: np.ndarray | None = None,
-) -> np.ndarray:
+    feature_types: list[str] | None = None,
+) -> tuple[np.ndarray, bytes]:
     """Train on every fold but ``fold`` and return the probabilities of ``fold``'s rows.
 
     The model uses ``scale_pos_weight = n_negative / n_positive`` of its training rows.
@@ -95,19 +115,21 @@ def fold_probabilities(
     trainable : ndarray of bool or None
         Rows allowed in training (see :func:`pulsnar_dask.core.folds.training_subsample`);
         every row is scored either way.
+    feature_types : list of str or None
+        XGBoost's type of each column (see :func:`matrix`).
 
     Returns
     -------
-    ndarray of float64 of shape (n_fold_rows,)
-        Class-1 probabilities of the rows with ``folds == fold``, in row order.
+    (probabilities, model)
+        Class-1 probabilities (float64) of the rows with ``folds == fold``, in row order,
+        and the model as XGBoost JSON.
     """
     y = np.asarray(labels, dtype=np.float32)
     test = folds == fold
     train = ~test if trainable is None else ~test & trainable
-    import xgboost as xgb
-
-    booster = _fit(X[train], y[train], params, n_rounds)
-    return booster.predict(xgb.DMatrix(X[test])).astype(float)
+    booster = _fit(X[train], y[train], params, n_rounds, feature_types)
+    proba = booster.predict(matrix(X[test], feature_types=feature_types)).astype(float)
+    return proba, bytes(booster.save_raw(raw_format="json"))
 
 
 def out_of_fold_probabilities(
@@ -117,24 +139,32 @@ def out_of_fold_probabilities(
     params: Mapping[str, Any],
     n_rounds: int = DEFAULT_N_ROUNDS,
     trainable: np.ndarray | None = None,
-) -> np.ndarray:
+    feature_types: list[str] | None = None,
+) -> tuple[np.ndarray, list[bytes]]:
     """Return each row's class-1 probability from the model not trained on its fold.
 
     Returns
     -------
-    ndarray of float64 of shape (n,)
-        Out-of-fold probabilities (see :func:`fold_probabilities`).
+    (probabilities, models)
+        Out-of-fold probabilities (float64, shape ``(n,)``) and the fold models as
+        XGBoost JSON, fold 0 first (see :func:`fold_probabilities`).
     """
     proba = np.empty(len(labels), dtype=float)
+    models = []
     for fold in np.unique(folds):
-        proba[folds == fold] = fold_probabilities(
-            X, labels, folds, fold, params, n_rounds, trainable
+        proba[folds == fold], model = fold_probabilities(
+            X, labels, folds, fold, params, n_rounds, trainable, feature_types
         )
-    return proba
+        models.append(model)
+    return proba, models
 
 
 def gain_importance(
-    X: np.ndarray, labels: np.ndarray, params: Mapping[str, Any], n_rounds: int = DEFAULT_N_ROUNDS
+    X: np.ndarray,
+    labels: np.ndarray,
+    params: Mapping[str, Any],
+    n_rounds: int = DEFAULT_N_ROUNDS,
+    feature_types: list[str] | None = None,
 ) -> np.ndarray:
     """Return the ``gain`` importance of every feature in a model trained on all rows.
 
@@ -143,7 +173,7 @@ def gain_importance(
     ndarray of float of shape (n_features,)
         Average gain of the splits on each feature; 0 for features never used.
     """
-    booster = _fit(X, np.asarray(labels, dtype=np.float32), params, n_rounds)
+    booster = _fit(X, np.asarray(labels, dtype=np.float32), params, n_rounds, feature_types)
     return gain_vector(booster, X.shape[1])
 
 

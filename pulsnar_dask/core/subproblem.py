@@ -16,8 +16,9 @@ from pulsnar_dask.core.alpha import (
     tail_alpha,
 )
 from pulsnar_dask.core.calibration import (
+    CalibrationMap,
     calibrate,
-    fit_calibration,
+    fit_calibration_map,
     relabeled,
 )
 from pulsnar_dask.core.config import PUConfig
@@ -139,8 +140,13 @@ def canonical_subproblem(
 
 
 def cross_validated_scores(
-    X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    X: np.ndarray,
+    labels: np.ndarray,
+    row_ids: np.ndarray,
+    config: PUConfig,
+    seed: int,
+    feature_types: list[str] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
     """Score every row with cross-validated XGBoost, in canonical order (by row id), so
     the result does not depend on the order the rows arrive in.
 
@@ -154,25 +160,29 @@ def cross_validated_scores(
     config : PUConfig
     seed : int
         Seed of the folds, the unlabeled subsample and XGBoost.
+    feature_types : list of str or None
+        XGBoost's type of each column (:func:`pulsnar_dask.core.scoring.matrix`).
 
     Returns
     -------
-    (row_ids, labels, probabilities)
-        By ascending row id; the probabilities are out-of-fold.
+    (row_ids, labels, probabilities, models)
+        By ascending row id; the probabilities are out-of-fold; ``models``: the fold
+        models as XGBoost JSON.
     """
     X, labels, row_ids, folds, trainable = canonical_subproblem(X, labels, row_ids, config, seed)
     params = booster_params(config.xgb_params, seed, config.n_threads)
-    proba = out_of_fold_probabilities(X, labels, folds, params, config.n_rounds, trainable)
-    return row_ids, labels, proba
+    proba, models = out_of_fold_probabilities(
+        X, labels, folds, params, config.n_rounds, trainable, feature_types
+    )
+    return row_ids, labels, proba, models
 
 
 def run_subproblem(
     X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
 ) -> SubproblemResult:
     """One PULSCAR problem: :func:`cross_validated_scores` and alpha read from them."""
-    return estimate_subproblem(
-        *cross_validated_scores(X, labels, row_ids, config, seed), config, seed
-    )
+    row_ids, labels, proba, _ = cross_validated_scores(X, labels, row_ids, config, seed)
+    return estimate_subproblem(row_ids, labels, proba, config, seed)
 
 
 def calibrate_subproblem(result: SubproblemResult, config: PUConfig, seed: int) -> np.ndarray:
@@ -187,29 +197,37 @@ def calibrate_subproblem(result: SubproblemResult, config: PUConfig, seed: int) 
     )
 
 
-def calibrated_on_rows(
+def calibration_maps(
     row_ids: np.ndarray, subproblems: list[SubproblemResult], config: PUConfig, seed: int
-) -> np.ndarray:
-    """Calibrated probabilities of every row from one or more subproblems (Algorithm 3).
+) -> tuple[CalibrationMap | None, list[CalibrationMap] | None]:
+    """The calibration of one or more subproblems (Algorithm 3), as maps.
 
-    ``U`` data: each subproblem is calibrated on its unlabeled rows with its alpha and the
-    results combined as ``1 - prod_c (1 - p_c)`` (the paper). ``PU`` data: each subproblem
-    flips its unlabeled rows with its alpha, and one regression of the union of the new
-    labels on the combined probabilities is fitted over all rows. For a single
-    subproblem the two readings coincide; for PULSNAR's clusters the per-cluster P+U fits
-    rate labeled positives against their own cluster's small share of the rows, and the
-    single fit halves the expected calibration error on the paper's SNAR data
-    (benchmarks/results/README.md).
+    ``U`` data: one map per subproblem, fitted on its unlabeled rows with its alpha; the
+    calibrated probabilities are then combined as ``1 - prod_c (1 - p_c)`` (the paper).
+    ``PU`` data: each subproblem flips its unlabeled rows with its alpha, and one map
+    regresses the union of the new labels on the combined probabilities over all rows.
+    For a single subproblem the two readings coincide; for PULSNAR's clusters the
+    per-cluster P+U fits rate labeled positives against their own cluster's small share
+    of the rows, and the single fit halves the expected calibration error on the paper's
+    SNAR data (benchmarks/results/README.md).
 
     Returns
     -------
-    ndarray of shape (n,)
-        Calibrated probabilities aligned with ``row_ids``; NaN for rows in no subproblem.
+    (combined, per_subproblem)
+        ``PU``: ``(map, None)``, the map applies to the combined probability; ``U``:
+        ``(None, maps)``, one per subproblem.
     """
+    method = config.calibration_method
     if config.calibration_data == "U":
-        return combine_on_rows(
-            row_ids, [(r.row_ids, calibrate_subproblem(r, config, seed)) for r in subproblems]
-        )
+        return None, [
+            fit_calibration_map(
+                r.probabilities,
+                relabeled(r.probabilities, r.labels, r.alpha, random_state=seed),
+                r.labels == 0,
+                method,
+            )
+            for r in subproblems
+        ]
     raw = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in subproblems])
     new_labels = combine_on_rows(
         row_ids,
@@ -218,10 +236,32 @@ def calibrated_on_rows(
             for r in subproblems
         ],
     )  # 1 - prod(1 - l) of 0/1 labels: the union
-    out = np.full(len(row_ids), np.nan)
     seen = np.isfinite(raw)
-    out[seen] = fit_calibration(raw[seen], new_labels[seen], None, config.calibration_method)
-    return out
+    return fit_calibration_map(raw[seen], new_labels[seen], None, method), None
+
+
+def calibrated_on_rows(
+    row_ids: np.ndarray,
+    subproblems: list[SubproblemResult],
+    config: PUConfig,
+    seed: int,
+    maps: tuple[CalibrationMap | None, list[CalibrationMap] | None] | None = None,
+) -> np.ndarray:
+    """Calibrated probabilities of every row from one or more subproblems
+    (:func:`calibration_maps` applied to their probabilities; ``maps``: those already
+    fitted).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Calibrated probabilities aligned with ``row_ids``; NaN for rows in no subproblem.
+    """
+    combined, per_subproblem = maps or calibration_maps(row_ids, subproblems, config, seed)
+    if per_subproblem is not None:
+        pairs = zip(subproblems, per_subproblem, strict=True)
+        return combine_on_rows(row_ids, [(r.row_ids, m(r.probabilities)) for r, m in pairs])
+    raw = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in subproblems])
+    return np.where(np.isfinite(raw), combined(np.nan_to_num(raw)), np.nan)
 
 
 def combine_on_rows(row_ids: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:

@@ -38,7 +38,12 @@ def mixture_random_state(n_components: int, seed: int) -> int:
 
 
 def importance_gain(
-    X: np.ndarray, labels: np.ndarray, row_ids: np.ndarray, config: PUConfig, seed: int
+    X: np.ndarray,
+    labels: np.ndarray,
+    row_ids: np.ndarray,
+    config: PUConfig,
+    seed: int,
+    feature_types: list[str] | None = None,
 ) -> np.ndarray:
     """Gain importance of XGBoost on every positive and the capped unlabeled rows.
 
@@ -63,7 +68,7 @@ def importance_gain(
     )
     rows = order if keep is None else order[keep]
     params = booster_params(config.xgb_params, seed, config.n_threads)
-    return gain_importance(X[rows], labels[rows], params, config.n_rounds)
+    return gain_importance(X[rows], labels[rows], params, config.n_rounds, feature_types)
 
 
 def fit_mixture_size(Z: np.ndarray, n_components: int, config: PUConfig, seed: int) -> MixtureFit:

@@ -41,6 +41,12 @@ from pulsnar_dask.core.folds import (
     subsample_thresholds,
     trainable_rows,
 )
+from pulsnar_dask.core.schema import (
+    MAX_CATEGORIES,
+    FeatureSchema,
+    distinct_part,
+    schema_from_categories,
+)
 from pulsnar_dask.core.scoring import booster_params, fold_probabilities
 from pulsnar_dask.core.subproblem import canonical_subproblem
 from pulsnar_dask.core.subtypes import importance_gain
@@ -99,19 +105,22 @@ def _scoring_rows_task(parts, request: ScoreRequest, label, id_col):
     return canonical_subproblem(X, y, ids, request.config, request.seed)
 
 
-def _fold_task(data, fold, config, seed):
+def _fold_task(data, fold, request: ScoreRequest):
     X, y, _, folds, trainable = data
-    params = booster_params(config.xgb_params, seed, config.n_threads)
-    return fold_probabilities(X, y, folds, fold, params, config.n_rounds, trainable)
+    config = request.config
+    params = booster_params(config.xgb_params, request.seed, config.n_threads)
+    return fold_probabilities(
+        X, y, folds, fold, params, config.n_rounds, trainable, request.feature_types
+    )
 
 
 def _identity(value: Any) -> Any:
     return value
 
 
-def _gain_task(parts, features, label, id_col, config, seed):
-    X, y, ids = _rows(parts, features, label, id_col)
-    return importance_gain(X, y, ids, config, seed)
+def _gain_task(parts, schema: FeatureSchema, label, id_col, config, seed):
+    X, y, ids = _rows(parts, schema.names, label, id_col)
+    return importance_gain(X, y, ids, config, seed, schema.feature_types())
 
 
 def _trainable_part(part, id_col, label, thresholds, seed):
@@ -127,7 +136,8 @@ def _prediction_meta(id_meta: pd.Series) -> pd.DataFrame:
 
 def _predict_part(part, booster, columns, id_col):
     """A model's probabilities for one partition's rows, with their ids."""
-    proba = booster.inplace_predict(part[columns]) if len(part) else np.array([], "f4")
+    X = part[columns].to_numpy(dtype=np.float32)
+    proba = booster.inplace_predict(X) if len(part) else np.array([], "f4")
     return pd.DataFrame({"id": part[id_col].to_numpy(), "p": proba})
 
 
@@ -198,12 +208,21 @@ class DaskExecutor:
         self.show_progress = show_progress
 
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Persist the table on the workers, check it, and bring ids and labels here."""
+        """Settle the schema (the categorical features' categories are counted on the
+        workers), persist the table on the workers with categories as codes, check it,
+        and bring ids and labels here."""
         puf = self.puf
+        self.schema = self._schema()
         columns = [puf.id, puf.label] + ([puf.true_label] if puf.true_label else [])
+        keep = [*self.schema.names, *columns]
         with EXPRESSIONS:
-            frame = self.client.persist(puf.frame)
-            self.puf = puf = replace(puf, frame=frame)
+            frame = puf.frame[keep]
+            if self.schema.categories:
+                meta = self.schema.encode_part(frame._meta)
+                frame = frame.map_partitions(self.schema.encode_part, meta=meta)
+            frame = self.client.persist(frame)
+            self.puf = puf = replace(puf, frame=frame, features=self.schema.names)
+            self.features = self.schema.names
             features = frame[puf.features]
             unrepresentable = self.client.compute(
                 features.map_partitions(
@@ -223,6 +242,34 @@ class DaskExecutor:
         self._placements = _round_robin(workers)
         true = table[puf.true_label].to_numpy() if puf.true_label else None
         return self.row_ids, self.labels, true
+
+    def _schema(self) -> FeatureSchema:
+        """The features' schema; categorical columns with too many categories are left
+        out with a warning, or refused when the user named them."""
+        puf = self.puf
+        distinct: dict[str, list] = {}
+        if puf.categorical:
+            meta = distinct_part(puf.frame._meta, puf.categorical, 0)
+            with EXPRESSIONS:
+                parts = puf.frame[puf.categorical].map_partitions(
+                    distinct_part, puf.categorical, MAX_CATEGORIES + 1, meta=meta
+                )
+            table = self._get(parts)
+            distinct = {c: table["value"][table["column"] == c].tolist() for c in puf.categorical}
+        try:
+            schema, left_out = schema_from_categories(puf.features, distinct, puf.explicit)
+        except ValueError as exc:
+            raise PUError(str(exc)) from None
+        if left_out:
+            logger.warning(
+                "leaving out categorical column(s) with more than %d distinct values "
+                "(identifiers or free text?): %s; name them with --features to be told why",
+                MAX_CATEGORIES,
+                ", ".join(left_out),
+            )
+        if schema.categories:
+            logger.info("categorical features: %s", ", ".join(schema.categorical))
+        return schema
 
     def _get(self, collection: Any) -> Any:
         """Compute a collection on this executor's client (never a default one); the
@@ -256,25 +303,38 @@ class DaskExecutor:
                 )
         if self.engine == "dask":
             params = booster_params(config.xgb_params, seed, config.n_threads)
-            booster = self._train(frame, self.features, params, config.n_rounds)
+            booster = self._train(frame, self.features, params, config.n_rounds, self.schema)
             scores = booster.get_score(importance_type="gain")
             return np.array([scores.get(c, 0.0) for c in self.features])
         with EXPRESSIONS:
             parts = self.client.compute(frame.to_delayed())
         return self.client.submit(
-            _gain_task, parts, self.features, puf.label, puf.id, config, seed, pure=False
+            _gain_task, parts, self.schema, puf.label, puf.id, config, seed, pure=False
         ).result()
 
-    def _train(self, frame: dd.DataFrame, columns: list[str], params: dict, n_rounds: int):
+    def _train(
+        self,
+        frame: dd.DataFrame,
+        columns: list[str],
+        params: dict,
+        n_rounds: int,
+        schema: FeatureSchema,
+    ):
         """An XGBoost model trained on ``xgboost.dask``, each worker on its partitions,
         positives weighted as in process (``scale_pos_weight``)."""
         import xgboost.dask as dxgb
 
         label = self.puf.label
+        types = schema.feature_types(columns)
         with EXPRESSIONS:
             counts = self.client.compute([(frame[label] == 1).sum(), frame.shape[0]])
             dtrain = dxgb.DaskQuantileDMatrix(
-                self.client, frame[columns], frame[label], max_bin=params.get("max_bin", 256)
+                self.client,
+                frame[columns],
+                frame[label],
+                max_bin=params.get("max_bin", 256),
+                feature_types=types,
+                enable_categorical=types is not None,
             )
         n_pos, n_all = self.client.gather(counts)
         return dxgb.train(
@@ -328,8 +388,7 @@ class DaskExecutor:
                         _fold_task,
                         data,
                         fold,
-                        r.config,
-                        r.seed,
+                        r,
                         key=f"{r.name}-fold{fold}-{uuid.uuid4().hex[:8]}",
                         **next(self._placements),
                     )
@@ -342,9 +401,11 @@ class DaskExecutor:
             ids, labels = self._request_rows(r)
             folds = assign_folds(ids, labels, r.config.n_folds, r.seed)
             proba = np.empty(labels.size)
+            models = []
             for fold in range(len(futures)):
-                proba[folds == fold] = next(done)
-            out.append(Scored(ids, labels, proba))
+                proba[folds == fold], model = next(done)
+                models.append(model)
+            out.append(Scored(ids, labels, proba, models))
         return out
 
     def _share(self, value: Any) -> Future:
@@ -385,12 +446,13 @@ class DaskExecutor:
             )
         params = booster_params(config.xgb_params, seed, config.n_threads)
         columns = list(request.features)
-        scored = []
+        scored, models = [], []
         for fold in range(config.n_folds):
             logger.info("%s: fold %d of %d on xgboost.dask", request.name, fold + 1, config.n_folds)
             with EXPRESSIONS:
                 train = frame[(frame["_fold"] != fold) & frame["_train"]]
-            booster = self._train(train, columns, params, config.n_rounds)
+            booster = self._train(train, columns, params, config.n_rounds, self.schema)
+            models.append(bytes(booster.save_raw(raw_format="json")))
             with EXPRESSIONS:
                 held_out = frame[frame["_fold"] == fold]
                 predicted = held_out.map_partitions(
@@ -399,7 +461,8 @@ class DaskExecutor:
             scored.append(self._get(predicted))
         table = pd.concat(scored, ignore_index=True).sort_values("id", kind="stable")
         ids = table["id"].to_numpy()
-        return Scored(ids, labels[np.searchsorted(row_ids, ids)], table["p"].to_numpy(float))
+        probabilities = table["p"].to_numpy(float)
+        return Scored(ids, labels[np.searchsorted(row_ids, ids)], probabilities, models)
 
 
 def run_job(

@@ -11,8 +11,9 @@ PU constructions turn them into :class:`~pulsnar_dask.datasets.synthetic.PUData`
   positives differs from the hidden ones'.
 - :func:`scar_pu_data`: ``m`` positives drawn at random are hidden.
 
-Categorical columns (bank, mushroom) are integer codes in order of first appearance: a
-numeric stand-in until the tool takes categorical columns itself.
+Categorical columns (bank, mushroom) are integer codes in order of first appearance;
+:attr:`RealSet.categorical` names them, so that the job declares them categorical (as
+``--categorical`` does) and XGBoost splits them on sets of categories.
 
 The files live in ``../shared/data`` beside the project (see its README); nothing here
 downloads anything.
@@ -96,6 +97,10 @@ def _coded(table: pd.DataFrame) -> np.ndarray:
         for _, col in table.items()
     ]
     return np.column_stack([np.asarray(c, dtype=np.float32) for c in columns])
+
+
+# bank-additional.csv's text columns: job .. day_of_week, and poutcome
+BANK_CATEGORICAL = (1, 2, 3, 4, 5, 6, 7, 8, 9, 14)
 
 
 def read_bank(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
@@ -257,6 +262,8 @@ class RealSet:
         ``construction(X, classes, fraction, random_state) -> PUData``.
     paper : str or None
         Dataset name in the paper's published results, where it has one.
+    categorical : tuple of int
+        Columns of ``X`` that hold categorical codes.
     """
 
     name: str
@@ -265,6 +272,7 @@ class RealSet:
     read: Callable[[Path], tuple[np.ndarray, np.ndarray]]
     construction: Callable[[np.ndarray, np.ndarray, float, int], PUData]
     paper: str | None = None
+    categorical: tuple[int, ...] = ()
 
     def pu_data(self, data_dir: str | Path, fraction: float, random_state: int = 0) -> PUData:
         """Read the set from ``data_dir`` and build its PU benchmark at ``fraction``."""
@@ -302,7 +310,15 @@ REAL_SETS: dict[str, RealSet] = {
         RealSet("SNAR_avila", "snar", "avila", read_avila, _largest_negative),
         RealSet("SNAR_gas", "snar", "gas", read_gas, _largest_negative),
         RealSet("SCAR_grid", "scar", "grid", read_grid, _scar_on(0), "SCAR_electric_grid"),
-        RealSet("SCAR_bank", "scar", "bank", read_bank, _scar_on(0)),
-        RealSet("SCAR_mushroom", "scar", "mushroom", read_mushroom, _scar_on(1)),
+        RealSet("SCAR_bank", "scar", "bank", read_bank, _scar_on(0), None, BANK_CATEGORICAL),
+        RealSet(
+            "SCAR_mushroom",
+            "scar",
+            "mushroom",
+            read_mushroom,
+            _scar_on(1),
+            None,
+            tuple(range(22)),
+        ),
     )
 }

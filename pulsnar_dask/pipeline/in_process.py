@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.schema import FeatureSchema, frame_schema
 from pulsnar_dask.core.subproblem import cross_validated_scores
 from pulsnar_dask.core.subtypes import importance_gain
 from pulsnar_dask.errors import PUError
@@ -28,26 +29,40 @@ class InProcessExecutor:
     Parameters
     ----------
     X : array-like of shape (n, d)
-        Numeric features (a numpy array or pandas frame), held as float32.
+        Features: a numeric array, or a pandas frame whose string and ``category``
+        columns are categorical features; held as float32 (categories as codes).
     y : array-like of shape (n,)
         1 labeled positive, 0 unlabeled.
+    categorical : sequence of str
+        Numeric columns to take as categorical (names; ``x0, x1, ...`` for an array).
 
     Raises
     ------
     PUError
-        For ``X`` not 2-dimensional, values float32 cannot hold (infinite or beyond its
-        range), or ``y`` of another length.
+        For ``X`` not 2-dimensional, columns no model can use, values float32 cannot
+        hold (infinite or beyond its range), or ``y`` of another length.
     """
 
     engine = "in-process"
     threads = None  # XGBoost's own default: the models run one after another
 
-    def __init__(self, X: Any, y: Any):
+    def __init__(self, X: Any, y: Any, categorical: Sequence[str] = ()):
+        if np.ndim(X) != 2:
+            raise PUError(f"X must be 2-dimensional, got shape {np.shape(X)}")
+        frame = X if isinstance(X, pd.DataFrame) else None
+        if frame is None and categorical:
+            frame = pd.DataFrame(np.asarray(X), columns=feature_names(X))
+        if frame is not None:
+            try:  # every column of X is a feature the caller chose
+                self.schema, _ = frame_schema(frame, categorical, explicit=feature_names(X))
+            except ValueError as exc:
+                raise PUError(str(exc)) from None
+            X = self.schema.encode(frame.set_axis(self.schema.names, axis=1))
+        else:
+            self.schema = FeatureSchema(feature_names(X))
         with np.errstate(over="ignore"):  # values beyond float32's range become inf
             self.X = np.asarray(X, dtype=np.float32)
-        if self.X.ndim != 2:
-            raise PUError(f"X must be 2-dimensional, got shape {self.X.shape}")
-        self.features = feature_names(X)
+        self.features = self.schema.names
         check_representable(pd.Series(np.isinf(self.X).sum(axis=0), index=self.features))
         self.y = np.asarray(y).ravel()
         if self.y.shape[0] != self.X.shape[0]:
@@ -60,14 +75,14 @@ class InProcessExecutor:
         return self.row_ids, self.y, None
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
-        return importance_gain(self.X, self.y, self.row_ids, config, seed)
+        types = self.schema.feature_types()
+        return importance_gain(self.X, self.y, self.row_ids, config, seed, types)
 
     def _columns(self, columns: Sequence[str]) -> np.ndarray:
         """The features ``columns`` (the array itself when they are all, in order)."""
         if list(columns) == self.features:
             return self.X
-        position = {name: i for i, name in enumerate(self.features)}
-        return self.X[:, [position[c] for c in columns]]
+        return self.X[:, self.schema.positions(columns)]
 
     def positives(self, columns: Sequence[str]) -> np.ndarray:
         return self._columns(columns)[self.y == 1]
@@ -80,5 +95,6 @@ class InProcessExecutor:
         for r in requests:
             keep, labels = r.rows(self.row_ids, self.y)
             X, ids = self._columns(r.features)[keep], self.row_ids[keep]
-            out.append(Scored(*cross_validated_scores(X, labels, ids, r.config, r.seed)))
+            scores = cross_validated_scores(X, labels, ids, r.config, r.seed, r.feature_types)
+            out.append(Scored(*scores))
         return out

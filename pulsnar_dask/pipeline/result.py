@@ -9,6 +9,7 @@ import numpy as np
 
 from pulsnar_dask.core.alpha import AlphaEstimate
 from pulsnar_dask.core.interval import AlphaInterval
+from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import SubproblemResult
 from pulsnar_dask.core.subtypes import Clustering
@@ -80,6 +81,8 @@ class JobResult:
     timings : dict
         Seconds since the start at which each stage ended (``input``, ``clustering``,
         ``scoring``, ``classification``).
+    model : PUModel or None
+        What scores new rows (:mod:`pulsnar_dask.core.model`).
     """
 
     method: str
@@ -107,6 +110,7 @@ class JobResult:
     settings: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    model: PUModel | None = None
 
     @property
     def alpha_identified(self) -> bool:
@@ -168,6 +172,8 @@ class JobResult:
             _, low, high = mean_ci(np.asarray(self.alphas))
             out["alphas"] = self.alphas
             out["alpha_ci"] = [max(low, 0.0), min(high, 1.0)]
+        if self.model is not None:
+            out["categorical_features"] = self.model.schema.categorical
         if self.true_labels is not None:
             out["true_alpha"] = float(np.mean(self.true_labels[self.labels == 0] > 0))
         if self.metrics is not None:

@@ -20,13 +20,17 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from pulsnar_dask.core.calibration import fit_calibration_map
 from pulsnar_dask.core.config import PUConfig, config_dict
 from pulsnar_dask.core.interval import alpha_interval
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
+from pulsnar_dask.core.model import Component, PUModel, package_version, subproblem_components
+from pulsnar_dask.core.schema import FeatureSchema
 from pulsnar_dask.core.subproblem import (
     SubproblemResult,
     calibrated_on_rows,
+    calibration_maps,
     check_subproblem,
     combine_on_rows,
     estimate_subproblem,
@@ -68,6 +72,9 @@ class ScoreRequest:
         Seed of the folds, the unlabeled subsample and XGBoost.
     name : str
         Names the work in task keys and logs (``cluster2-it0``).
+    feature_types : list of str or None
+        XGBoost's type of each of ``features`` (``c`` categorical, ``q`` numeric);
+        ``None``: all numeric.
     """
 
     features: list[str]
@@ -76,6 +83,7 @@ class ScoreRequest:
     config: PUConfig
     seed: int
     name: str
+    feature_types: list[str] | None = None
 
     def rows(self, row_ids: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which of the table's rows the scoring uses, and the labels it trains on.
@@ -98,11 +106,13 @@ class ScoreRequest:
 @dataclass
 class Scored:
     """Out-of-fold probabilities of a request's rows, by ascending row id; ``labels`` are
-    the labels the models trained on (after the request's relabeling)."""
+    the labels the models trained on (after the request's relabeling); ``models`` the
+    fold models as XGBoost JSON, fold 0 first."""
 
     row_ids: np.ndarray
     labels: np.ndarray
     probabilities: np.ndarray
+    models: list[bytes]
 
 
 class Executor(Protocol):
@@ -113,17 +123,21 @@ class Executor(Protocol):
     engine : str
         ``in-process``, ``task`` (one task per scoring) or ``dask`` (``xgboost.dask``).
     features : list of str
-        The feature columns.
+        The feature columns (after :meth:`read`: those of ``schema``).
+    schema : FeatureSchema
+        The features' types and categories (set by :meth:`read`).
     threads : int or None
         XGBoost threads per model when the settings leave it open.
     """
 
     engine: str
     features: list[str]
+    schema: FeatureSchema
     threads: int | None
 
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Check the table; return row ids (ascending), their 0/1 labels and true labels."""
+        """Check the table and settle its schema; return row ids (ascending), their 0/1
+        labels and true labels."""
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
         """Gain importance per feature (:func:`~pulsnar_dask.core.subtypes.importance_gain`)."""
@@ -273,7 +287,15 @@ def run_pipeline(
     )
 
     def request(columns: Sequence[str], positive_ids: np.ndarray | None, it: int, name="all"):
-        made = ScoreRequest(list(columns), positive_ids, None, config, seed + it, f"{name}-it{it}")
+        made = ScoreRequest(
+            list(columns),
+            positive_ids,
+            None,
+            config,
+            seed + it,
+            f"{name}-it{it}",
+            executor.schema.feature_types(columns),
+        )
         if positive_ids is not None:
             try:
                 check_subproblem(made.rows(row_ids, labels)[1], config)
@@ -281,11 +303,14 @@ def run_pipeline(
                 raise PUError(f"a subproblem is too small: {exc}") from None
         return made
 
+    fold_models: dict[int, tuple[list[str], list[bytes]]] = {}  # by id of a result
+
     def subproblems(requests: list[ScoreRequest]) -> list[SubproblemResult]:
-        return [
-            estimate_subproblem(s.row_ids, s.labels, s.probabilities, r.config, r.seed)
-            for r, s in zip(requests, executor.score(requests), strict=True)
-        ]
+        out = []
+        for r, s in zip(requests, executor.score(requests), strict=True):
+            out.append(estimate_subproblem(s.row_ids, s.labels, s.probabilities, r.config, r.seed))
+            fold_models[id(out[-1])] = (r.features, s.models)
+        return out
 
     bic = np.array([])
     evidence = profiles = clustering = None
@@ -304,13 +329,16 @@ def run_pipeline(
         except ValueError as exc:
             raise PUError(str(exc)) from None
         cluster_cols = [features[i] for i in cluster_idx]
-        X_positive = executor.positives(cluster_cols)
+        # categorical features as indicators of their categories, named "column=category"
+        X_positive, cluster_names, source = executor.schema.one_hot(
+            executor.positives(cluster_cols), cluster_cols
+        )
         positive_ids = row_ids[labels == 1]
-        Z = clustering_matrix(X_positive, gain[cluster_idx])
+        Z = clustering_matrix(X_positive, gain[cluster_idx][source])
         fits = fit_bic_curve(executor.map, Z, config, seed)
         chosen, bic = choose_mixture(fits, config)
         positive_labels = cluster_labels(chosen, Z, min_cluster_size(config, positive_ids.size))
-        profiles = subtype_profiles(X_positive, positive_labels, cluster_cols)
+        profiles = subtype_profiles(X_positive, positive_labels, cluster_names)
         clustering = make_clustering(
             chosen, bic, positive_labels, gain, model_idx, cluster_idx, profiles
         )
@@ -379,9 +407,10 @@ def run_pipeline(
         mark("interval")
     probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
     calibrated = improved = metrics = None
+    maps = calibration_maps(row_ids, first, config, seed) if not classify else None
     if calibrate_probabilities or classify:
         stage("calibrating probabilities")
-        calibrated = calibrated_on_rows(row_ids, first, config, seed)
+        calibrated = calibrated_on_rows(row_ids, first, config, seed, maps)
     if classify:
         stage("classification: retraining on recovered labels")
         new_labels = relabel_claimed(labels, first, cluster_alphas)
@@ -396,8 +425,13 @@ def run_pipeline(
             config.with_(max_unlabeled_ratio=None),
             seed,
             "classify",
+            executor.schema.feature_types(features),
         )
-        improved = executor.score([retrain])[0].probabilities
+        scored = executor.score([retrain])[0]
+        improved = scored.probabilities
+        components = [Component(features, scored.models)]
+        # the retrain's probabilities mapped to the recovered labels it was trained on
+        model_map = fit_calibration_map(improved, scored.labels, None, config.calibration_method)
         if true_labels is not None:
             if method == "pulscar":
                 baseline = probability
@@ -411,6 +445,34 @@ def run_pipeline(
                 "with_pu": classification_metrics(true_labels > 0, improved),
             }
         mark("classification")
+    run_settings = {
+        "method": requested,
+        "seed": seed,
+        "iterations": iterations,
+        "calibrate": calibrate_probabilities,
+        "classify": classify,
+        "n_features": len(features),
+        **(settings or {}),
+        **config_dict(asked),
+    }
+    if not classify:
+        model_map, per_subproblem = maps
+        components = subproblem_components(
+            [fold_models[id(r)][0] for r in first],
+            [fold_models[id(r)][1] for r in first],
+            per_subproblem,
+        )
+    model = PUModel(
+        executor.schema,
+        components,
+        model_map,
+        "retrain" if classify else "subproblems",
+        alpha,
+        (interval.low, interval.high) if interval else None,
+        method,
+        run_settings,
+        package_version(),
+    )
     return JobResult(
         method=method,
         alpha=alpha,
@@ -432,18 +494,10 @@ def run_pipeline(
         profiles=profiles if method == "pulsnar" else None,
         cluster_groups=cluster_groups,
         alpha_interval=interval,
-        settings={
-            "method": requested,
-            "seed": seed,
-            "iterations": iterations,
-            "calibrate": calibrate_probabilities,
-            "classify": classify,
-            "n_features": len(features),
-            **(settings or {}),
-            **config_dict(asked),
-        },
+        settings=run_settings,
         metrics=metrics,
         engine=executor.engine,
         seconds=time.perf_counter() - start,
         timings=timings,
+        model=model,
     )

@@ -1,0 +1,181 @@
+"""The saved model: its fold models reproduce the run's out-of-fold probabilities, it
+round-trips bit for bit, the estimators predict with it, and ``score`` applies it to new
+rows on the workers."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers import run_cli
+from sklearn.exceptions import NotFittedError
+
+from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
+from pulsnar_dask.cli import main
+from pulsnar_dask.core.folds import assign_folds
+from pulsnar_dask.io import read_model
+
+
+@pytest.fixture(scope="module")
+def snar():
+    return make_pu_data("snar", 400, 1600, 6, 0.3, class_sep=1.5, n_subtypes=3, random_state=2)
+
+
+@pytest.fixture(scope="module")
+def fitted(snar):
+    return PULSNAR(method="pulsnar", random_state=1, interval_resamples=0).fit(snar.X, snar.label)
+
+
+def test_each_fold_model_gives_the_out_of_fold_probabilities_of_its_fold(snar):
+    """Oracle: the saved fold models are the ones that scored the run's held-out rows."""
+    est = PULSCAR(random_state=4, interval_resamples=0).fit(snar.X, snar.label)
+    (component,) = est.model_.components
+    ids = np.arange(snar.label.size)
+    folds = assign_folds(ids, snar.label.astype(np.int8), 5, 4)
+    for k, booster in enumerate(component.boosters()):
+        held_out = folds == k
+        got = booster.inplace_predict(snar.X[held_out].astype(np.float32))
+        np.testing.assert_array_equal(got.astype(float), est.oof_proba_[held_out])
+
+
+def test_pulsnar_model_combines_its_clusters_and_maps_like_the_run(fitted, snar):
+    model = fitted.model_
+    assert model.kind == "subproblems" and len(model.components) == fitted.n_clusters_ > 1
+    probability, calibrated = model.predict(snar.X)
+    each = [c.probability(snar.X[:, model.schema.positions(c.features)]) for c in model.components]
+    np.testing.assert_allclose(probability, 1 - np.prod([1 - p for p in each], axis=0))
+    np.testing.assert_array_equal(calibrated, model.calibration(probability))
+    # the map is the run's calibration: applied to the run's probabilities it gives them
+    refit = PULSNAR(method="pulsnar", random_state=1, interval_resamples=0, calibration="isotonic")
+    refit.fit(snar.X, snar.label)
+    np.testing.assert_array_equal(
+        refit.model_.calibration(refit.oof_proba_), refit.calibrated_proba_
+    )
+
+
+def test_saved_model_round_trips_bit_for_bit_and_loads_as_an_estimator(fitted, snar, tmp_path):
+    fitted.save(str(tmp_path / "m"))
+    files = sorted(p.name for p in (tmp_path / "m").iterdir())
+    assert "model.json" in files and all(f.endswith(".json") for f in files)  # no pickles
+    description = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert description["alpha"] == fitted.alpha_ and description["version"]
+    loaded = PULSNAR.load(str(tmp_path / "m"))
+    np.testing.assert_array_equal(loaded.predict_proba(snar.X), fitted.predict_proba(snar.X))
+    assert loaded.alpha_ == fitted.alpha_ and loaded.method_ == "pulsnar"
+    assert loaded.random_state == 1 and loaded.interval_resamples == 0
+    # saving a smaller model over it leaves none of the old fold files behind
+    PULSCAR(interval_resamples=0).fit(snar.X, snar.label).save(str(tmp_path / "m"))
+    assert len(list((tmp_path / "m").glob("component*"))) == 5
+
+
+def test_predict_proba_follows_scikit_learns_conventions(fitted, snar):
+    proba = fitted.predict_proba(snar.X)
+    assert proba.shape == (snar.label.size, 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(fitted.predict(snar.X), (proba[:, 1] >= 0.5).astype(np.int8))
+    frame = pd.DataFrame(snar.X, columns=[f"x{i}" for i in range(6)])
+    np.testing.assert_array_equal(fitted.predict_proba(frame.iloc[:, ::-1]), proba)  # by name
+    with pytest.raises(ValueError, match=r"lacks feature column.*x5"):
+        fitted.predict_proba(frame.drop(columns="x5"))
+    with pytest.raises(ValueError, match="must have 6 feature columns"):
+        fitted.predict_proba(snar.X[:, :5])
+    with pytest.raises(NotFittedError):
+        PULSNAR().predict_proba(snar.X)
+
+
+def test_classify_saves_the_retrain_and_refit_clears_the_old_model(snar):
+    est = PULSNAR(classify=True, random_state=0, interval_resamples=0).fit(snar.X, snar.label)
+    assert est.model_.kind == "retrain" and len(est.model_.components) == 1
+    first = est.model_
+    truth = snar.true_label > 0
+    from pulsnar_dask.core.metrics import roc_auc
+
+    assert roc_auc(truth, est.predict_proba(snar.X)[:, 1]) > 0.9
+    est.set_params(classify=False).fit(snar.X, snar.label)
+    assert est.model_ is not first and est.model_.kind == "subproblems"
+    assert not hasattr(est, "improved_proba_")
+
+
+def test_dask_collections_are_scored_partition_by_partition(fitted, snar, fresh_client):
+    import dask.dataframe as dd
+
+    frame = pd.DataFrame(snar.X, columns=[f"x{i}" for i in range(6)])
+    lazy = dd.from_pandas(frame, npartitions=3)
+    got = fresh_client.compute(fitted.predict_proba(lazy)).result()
+    np.testing.assert_array_equal(got, fitted.predict_proba(frame))
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A finished CLI run (calibrate, classify) on string-id data with a text column,
+    and its input."""
+    tmp = tmp_path_factory.mktemp("scored")
+    data = make_pu_data("snar", 300, 1200, 4, 0.3, class_sep=1.5, n_subtypes=2, random_state=5)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(data.X, columns=[f"f{i}" for i in range(4)]).assign(
+        region=rng.choice(["north", "south", "east"], data.label.size),
+        label=data.label,
+        uid=[f"u{i}" for i in range(data.label.size)],
+    )
+    frame.to_parquet(tmp / "train.parquet", index=False)
+    status = main(
+        ["run", "--input", str(tmp / "train.parquet"), "--id-col", "uid", "--out",
+         str(tmp / "run"), "--n-workers", "2", "--calibrate", "--classify", "--quiet"]
+    )  # fmt: skip
+    assert status == 0
+    return tmp, frame
+
+
+def test_run_saves_a_model_and_score_applies_it_on_the_workers(run_dir, capsys):
+    tmp, frame = run_dir
+    summary = json.loads((tmp / "run" / "summary.json").read_text())
+    assert summary["model"].endswith("model") and summary["categorical_features"] == ["region"]
+    model = read_model(str(tmp / "run"))
+    assert model.kind == "retrain" and model.schema.categories["region"] == [
+        "east", "north", "south",
+    ]  # fmt: skip
+    new = frame.drop(columns="label").iloc[::3].copy()
+    new.loc[new.index[:4], "region"] = "west"  # a category the model has not seen
+    new.to_parquet(tmp / "new.parquet", index=False)
+    status, scored, err = run_cli(
+        ["score", "--model", str(tmp / "run"), "--input", str(tmp / "new.parquet"), "--id-col",
+         "uid", "--out", str(tmp / "scored"), "--n-workers", "2"],
+        capsys,
+    )  # fmt: skip
+    assert status == 0, err
+    assert scored["n_rows"] == len(new) and scored["unseen_categories"] == {"region": 4}
+    got = pd.read_parquet(tmp / "scored" / "predictions").set_index("uid").loc[new["uid"]]
+    probability, calibrated = model.predict_frame(new)  # unseen: scored as missing
+    np.testing.assert_array_equal(got["probability"].to_numpy(), probability)
+    np.testing.assert_array_equal(got["calibrated_probability"].to_numpy(), calibrated)
+    assert scored["expected_positives"] == pytest.approx(calibrated.sum(), abs=0.05)
+    missing = model.predict_frame(new.iloc[:4].assign(region=None))[0]
+    np.testing.assert_array_equal(probability[:4], missing)
+
+
+SCORE_MISTAKES = {
+    "missing column": (
+        lambda f: f.drop(columns="f2"),
+        [],
+        "lacks feature column(s) the model needs: f2",
+    ),
+    "text for numbers": (lambda f: f.assign(f1="x"), [], "column 'f1' of"),
+    "numbers for text": (lambda f: f.assign(region=1.0), [], "the model's categories are text"),
+    "unknown id column": (lambda f: f, ["--id-col", "patient"], "id column 'patient' is not in"),
+    "no model": (lambda f: f, ["--model", "/nonexistent/run"], "no model at /nonexistent/run"),
+}
+
+
+@pytest.mark.parametrize("mistake", SCORE_MISTAKES)
+def test_score_mistakes_get_one_line_and_leave_nothing(run_dir, mistake, tmp_path, capsys):
+    tmp, frame = run_dir
+    change, extra, message = SCORE_MISTAKES[mistake]
+    change(frame.drop(columns="label")).to_parquet(tmp_path / "new.parquet", index=False)
+    out = tmp_path / "out"
+    args = ["score", "--model", str(tmp / "run"), "--input", str(tmp_path / "new.parquet"),
+            "--out", str(out), "--n-workers", "1", *extra]  # fmt: skip
+    status, _, err = run_cli(args, capsys)
+    assert status == 2, err
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
