@@ -75,6 +75,11 @@ def main() -> None:
     parser.add_argument(
         "--n-clusters", type=int, default=None, help="fix PULSNAR's cluster count (fan-out size)"
     )
+    parser.add_argument(
+        "--score",
+        action="store_true",
+        help="then score the largest input with the largest run's saved model",
+    )
     parser.add_argument("--name", default="scale", help="results file name")
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
@@ -127,11 +132,38 @@ def main() -> None:
                 {"n_rows": n_rows, **{s: round(e - b, 1) for s, b, e in stage_spans(summary)}}
             )
             print(rows[-1], stages[-1], seconds[-1], flush=True)
-    write(args, pd.DataFrame(rows), pd.DataFrame(stages), pd.DataFrame(seconds))
+        scoring = score_run(args, cluster.address, workers, rows[-1]) if args.score else None
+    write(args, pd.DataFrame(rows), pd.DataFrame(stages), pd.DataFrame(seconds), scoring)
+
+
+def score_run(args: argparse.Namespace, address: str, workers, fitted: dict) -> dict:
+    """``pulsnar-dask score`` of the largest input with the model its run saved."""
+    path = args.data / f"snar_{fitted['n_unlabeled']}"
+    summary = timed_run(
+        ["--model", str(args.data / "out"), "--input", str(path), "--out",
+         str(args.data / "scored"), "--scheduler", address],
+        watch=workers,
+        command="score",
+    )  # fmt: skip
+    row = {
+        "n_rows": summary["n_rows"],
+        "wall_s": summary["wall_s"],
+        "job_s": summary["seconds"],
+        "client_peak_rss_mib": summary["peak_rss_mib"],
+        "worker_peak_rss_mib": max((max(r) for _, r in summary["samples"]), default=float("nan")),
+        "model_kind": summary["model_kind"],
+        "expected_positives": summary["expected_positives"],
+    }
+    print(row, flush=True)
+    return row
 
 
 def write(
-    args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFrame, seconds: pd.DataFrame
+    args: argparse.Namespace,
+    table: pd.DataFrame,
+    stages: pd.DataFrame,
+    seconds: pd.DataFrame,
+    scoring: dict | None = None,
 ) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     table.to_csv(RESULTS / f"{args.name}.csv", index=False)
@@ -167,6 +199,17 @@ def write(
     ]
     for r in seconds.to_dict("records"):
         lines.append(f"| {r['n_rows']:,} | " + " | ".join(f"{r[n]:.1f}" for n in names) + " |")
+    if scoring:
+        pd.DataFrame([scoring]).to_csv(RESULTS / f"{args.name}_score.csv", index=False)
+        lines += [
+            "",
+            f"`pulsnar-dask score` of the same {scoring['n_rows']:,} rows with the saved "
+            f"model ({scoring['model_kind']}), on the same workers: whole process "
+            f"{scoring['wall_s']:.1f} s (job {scoring['job_s']:.1f} s), client peak RSS "
+            f"{scoring['client_peak_rss_mib']:.0f} MiB, worker peak RSS "
+            f"{scoring['worker_peak_rss_mib']:.0f} MiB; "
+            f"{scoring['expected_positives']:,.0f} positives expected.",
+        ]
     if len(stages) >= 2:
         lines += projection(args, table, stages)
     (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")

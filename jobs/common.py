@@ -78,8 +78,10 @@ def timed_run(
     env: dict | None = None,
     watch: list[psutil.Process] | None = None,
     quiet: bool = True,
+    command: str = "run",
 ) -> dict:
-    """Run ``pulsnar-dask run`` as its own process under /usr/bin/time.
+    """Run ``pulsnar-dask run`` (or another ``command``) as its own process under
+    /usr/bin/time.
 
     ``watch``: further processes (a cluster's workers) whose RSS is sampled with the
     client's; ``quiet=False`` keeps the run's log (``stderr`` in the result).
@@ -96,12 +98,12 @@ def timed_run(
         each of them); with ``watch``, ``samples``: (``time.time()``, largest RSS in MiB
         of each watched process and its children).
     """
-    command = ["/usr/bin/time", "-v", *CLI, "run", *args, "--overwrite"]
+    line = ["/usr/bin/time", "-v", *CLI, command, *args, "--overwrite"]
     if quiet:
-        command.append("--quiet")
+        line.append("--quiet")
     start = time.perf_counter()
     proc = subprocess.Popen(
-        command,
+        line,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
