@@ -11,8 +11,9 @@ calibrated probability; the plain classifier's own output, which is the chance o
 labeled).
 
 Data: the paper's synthetic SNAR data (2,000 positives, 6,000 unlabeled, 50 features),
-shuttle (real, SNAR) and mushroom (real, every feature categorical: run with
-``--categorical``). Both commands run against one local cluster (``--scheduler``).
+the real SNAR sets (shuttle, gas, avila) and mushroom (real, SCAR, every feature
+categorical: run with ``--categorical``). Both commands run against one local cluster
+(``--scheduler``).
 
     python jobs/benchmark_inductive.py [--seeds 3]
 
@@ -45,6 +46,8 @@ DATA = ROOT.parent / "shared" / "data"
 SETS = {
     "SNAR_synthetic": (0.1, 0.3, 0.5),
     "SNAR_shuttle": (0.05, 0.15),
+    "SNAR_gas": (0.1, 0.3),
+    "SNAR_avila": (0.1, 0.3),
     "SCAR_mushroom": (0.1, 0.3),
 }
 
