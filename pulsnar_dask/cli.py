@@ -346,6 +346,8 @@ def _score(args: argparse.Namespace) -> dict:
     from pulsnar_dask.outputs import RunOutput
 
     start = time.perf_counter()
+    if args.out.rstrip("/") in (args.model.rstrip("/"), args.model.rstrip("/") + "/model"):
+        raise PUError("--out must be a location of its own, not the model's run")
     storage_options = parse_storage_options(args.storage_options)
     output = RunOutput(args.out, storage_options, overwrite=args.overwrite)
     output.prepare()

@@ -163,6 +163,7 @@ SCORE_MISTAKES = {
     "numbers for text": (lambda f: f.assign(region=1.0), [], "the model's categories are text"),
     "unknown id column": (lambda f: f, ["--id-col", "patient"], "id column 'patient' is not in"),
     "no model": (lambda f: f, ["--model", "/nonexistent/run"], "no model at /nonexistent/run"),
+    "out is the run": (lambda f: f, ["--out", "RUN"], "--out must be a location of its own"),
 }
 
 
@@ -172,6 +173,7 @@ def test_score_mistakes_get_one_line_and_leave_nothing(run_dir, mistake, tmp_pat
     change, extra, message = SCORE_MISTAKES[mistake]
     change(frame.drop(columns="label")).to_parquet(tmp_path / "new.parquet", index=False)
     out = tmp_path / "out"
+    extra = [str(tmp / "run") if a == "RUN" else a for a in extra]
     args = ["score", "--model", str(tmp / "run"), "--input", str(tmp_path / "new.parquet"),
             "--out", str(out), "--n-workers", "1", *extra]  # fmt: skip
     status, _, err = run_cli(args, capsys)
@@ -179,3 +181,4 @@ def test_score_mistakes_get_one_line_and_leave_nothing(run_dir, mistake, tmp_pat
     assert message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1, err
     assert not out.exists()
+    assert (tmp / "run" / "summary.json").exists()  # the run is untouched
