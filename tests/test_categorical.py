@@ -63,14 +63,30 @@ def test_columns_with_too_many_categories_are_left_out_unless_named():
         schema_from_categories(["x", "uid"], {"uid": many}, explicit=["uid"])
 
 
-def test_one_hot_turns_categories_into_indicators_for_the_clustering():
+def test_one_hot_turns_categories_into_indicators_for_the_descriptions():
     schema = FeatureSchema(["x", "c"], {"c": ["a", "b", "z"]})
     X = np.array([[0.1, 0], [0.2, 2], [0.3, 2], [0.4, np.nan]], dtype=np.float32)
-    matrix, names, source = schema.one_hot(X, ["x", "c"])
+    matrix, names = schema.one_hot(X, ["x", "c"])
     assert names == ["x", "c=z", "c=a"]  # most frequent category first; b never seen
-    np.testing.assert_array_equal(source, [0, 1, 1])
     np.testing.assert_allclose(matrix[:, 0], X[:, 0])
     np.testing.assert_array_equal(matrix[:, 1:], [[0, 1], [1, 0], [1, 0], [0, 0]])
+
+
+def test_a_categorical_column_of_noise_does_not_split_the_positives():
+    """The clustering takes categories as codes: as indicators, a random five-category
+    column split the positives of this data into 7 clusters (alpha 0.362 for 0.300)."""
+    from pulsnar_dask import PULSNAR, make_pu_data
+
+    d = make_pu_data("snar", 1000, 4000, 8, 0.3, class_sep=1.0, n_subtypes=3, random_state=0)
+    X = pd.DataFrame(d.X, columns=[f"f{i}" for i in range(8)])
+    noise = np.random.default_rng(0).choice(list("abcde"), len(X))
+    fits = {
+        name: PULSNAR(method="pulsnar", random_state=0, interval_resamples=0).fit(frame, d.label)
+        for name, frame in (("plain", X), ("noise", X.assign(region=noise)))
+    }
+    assert fits["noise"].n_clusters_ == fits["plain"].n_clusters_ == 3
+    truth = np.mean(d.true_label[d.label == 0] > 0)
+    assert abs(fits["noise"].alpha_ - truth) < 0.03
 
 
 def test_categorical_splits_find_a_set_the_codes_order_hides():

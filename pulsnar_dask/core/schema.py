@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-# The positives' clustering sees a categorical feature as indicators of its most frequent
-# categories among the positives, at most this many (the others count as missing).
+# A subtype's description names a categorical feature's most frequent categories among
+# the positives, at most this many.
 ONE_HOT_LEVELS = 10
 # A column with more distinct values than this is not taken as categorical by default:
 # such columns are usually identifiers or free text, and a category each row has alone
@@ -118,9 +118,9 @@ class FeatureSchema:
 
     def one_hot(
         self, X: np.ndarray, columns: Sequence[str], levels: int = ONE_HOT_LEVELS
-    ) -> tuple[np.ndarray, list[str], np.ndarray]:
-        """Columns of encoded features with each categorical one as indicators, for the
-        positives' clustering (a Gaussian mixture has no use for codes' order).
+    ) -> tuple[np.ndarray, list[str]]:
+        """Columns of encoded features with each categorical one as indicators: what
+        describes the positives' subtypes (a mean of codes says nothing).
 
         Parameters
         ----------
@@ -132,18 +132,16 @@ class FeatureSchema:
 
         Returns
         -------
-        (matrix, names, source)
+        (matrix, names)
             ``matrix`` float64 of shape ``(n, m)``; ``names``: ``column`` for a numeric
-            feature and ``column=category`` for an indicator; ``source``: the position in
-            ``columns`` each output column comes from.
+            feature and ``column=category`` for an indicator.
         """
         X = np.asarray(X, dtype=float)
-        blocks, names, source = [], [], []
+        blocks, names = [], []
         for j, name in enumerate(columns):
             if name not in self.categories:
                 blocks.append(X[:, j : j + 1])
                 names.append(name)
-                source.append(j)
                 continue
             codes = X[:, j]
             seen = codes[np.isfinite(codes)].astype(np.int64)
@@ -151,9 +149,8 @@ class FeatureSchema:
             top = np.argsort(-counts, kind="stable")[: min(levels, int((counts > 0).sum()))]
             blocks.append((codes[:, None] == top[None, :]).astype(float))
             names += [f"{name}={self.categories[name][k]}" for k in top]
-            source += [j] * len(top)
         matrix = np.hstack(blocks) if blocks else np.empty((len(X), 0))
-        return matrix, names, np.asarray(source, dtype=np.int64)
+        return matrix, names
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON: ``{"features": [{"name", "type", "categories"?}, ...]}``."""

@@ -329,16 +329,17 @@ def run_pipeline(
         except ValueError as exc:
             raise PUError(str(exc)) from None
         cluster_cols = [features[i] for i in cluster_idx]
-        # categorical features as indicators of their categories, named "column=category"
-        X_positive, cluster_names, source = executor.schema.one_hot(
-            executor.positives(cluster_cols), cluster_cols
-        )
+        X_positive = executor.positives(cluster_cols)
         positive_ids = row_ids[labels == 1]
-        Z = clustering_matrix(X_positive, gain[cluster_idx][source])
+        # categorical features as their codes: as indicators, a column of noise splits the
+        # positives by its categories (benchmarks/results/README.md, item 24)
+        Z = clustering_matrix(X_positive, gain[cluster_idx])
         fits = fit_bic_curve(executor.map, Z, config, seed)
         chosen, bic = choose_mixture(fits, config)
         positive_labels = cluster_labels(chosen, Z, min_cluster_size(config, positive_ids.size))
-        profiles = subtype_profiles(X_positive, positive_labels, cluster_names)
+        # described by indicators of their categories, named "column=category"
+        X_described, names = executor.schema.one_hot(X_positive, cluster_cols)
+        profiles = subtype_profiles(X_described, positive_labels, names)
         clustering = make_clustering(
             chosen, bic, positive_labels, gain, model_idx, cluster_idx, profiles
         )
