@@ -15,7 +15,7 @@ the real SNAR sets (shuttle, gas, avila) and mushroom (real, SCAR, every feature
 categorical: run with ``--categorical``). Both commands run against one local cluster
 (``--scheduler``).
 
-    python jobs/benchmark_inductive.py [--seeds 3]
+    python jobs/benchmark_inductive.py [--seeds 3] [--only SCAR_mushroom]
 
 Writes ``benchmarks/results/inductive.{csv,md}``.
 """
@@ -162,6 +162,9 @@ def run() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--n-workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS / "inductive")
+    parser.add_argument(
+        "--only", nargs="+", default=None, help="rerun these sets, keeping the others' rows"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     from distributed import LocalCluster
@@ -172,6 +175,8 @@ def run() -> None:
         tempfile.TemporaryDirectory(prefix="inductive-") as tmp,
     ):
         for name, fractions in SETS.items():
+            if args.only and name not in args.only:
+                continue
             for fraction in fractions:
                 for seed in range(args.seeds):
                     row = one_run(name, fraction, seed, cluster.scheduler_address, Path(tmp))
@@ -182,6 +187,9 @@ def run() -> None:
                         row["ece_pulsnar"], row["ece_plain"],
                     )  # fmt: skip
     runs = pd.DataFrame(rows)
+    if args.only:
+        kept = pd.read_csv(args.out.with_suffix(".csv"))
+        runs = pd.concat([kept[~kept["dataset"].isin(args.only)], runs], ignore_index=True)
     runs.to_csv(args.out.with_suffix(".csv"), index=False)
     args.out.with_suffix(".md").write_text(markdown(runs, args.seeds))
     print(markdown(runs, args.seeds))
