@@ -344,6 +344,18 @@ def _settings(summary: dict[str, Any]) -> str:
         ("unlabeled rows", _number(summary["n_unlabeled"])),
         ("engine", html.escape(summary["engine"])),
     ]
+    if summary.get("categorical_features"):
+        rows.append(
+            ("categorical features", html.escape(", ".join(summary["categorical_features"])))
+        )
+    if "model" in summary:
+        rows.append(
+            (
+                "saved model",
+                f"{html.escape(summary['model'])}: score new rows with <code>pulsnar-dask "
+                "score --model RUN --input NEW --out SCORED</code>",
+            )
+        )
     rows += [
         (name.replace("_", " "), html.escape(json.dumps(value)) if isinstance(value, dict | list)
          else _number(value))

@@ -130,6 +130,8 @@ def test_run_saves_a_model_and_score_applies_it_on_the_workers(run_dir, capsys):
     tmp, frame = run_dir
     summary = json.loads((tmp / "run" / "summary.json").read_text())
     assert summary["model"].endswith("model") and summary["categorical_features"] == ["region"]
+    report = (tmp / "run" / "report.html").read_text()
+    assert "pulsnar-dask score --model" in report and "categorical features" in report
     model = read_model(str(tmp / "run"))
     assert model.kind == "retrain" and model.schema.categories["region"] == [
         "east", "north", "south",
