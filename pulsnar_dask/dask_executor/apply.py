@@ -15,13 +15,10 @@ import pandas as pd
 from distributed import Client
 
 from pulsnar_dask.core.model import PUModel
+from pulsnar_dask.dask_executor.engine import share
 
 PROBABILITY = "probability"
 CALIBRATED = "calibrated_probability"
-
-
-def _identity(value):
-    return value
 
 
 def _score_part(part: pd.DataFrame, model: PUModel, id_col: str) -> pd.DataFrame:
@@ -52,7 +49,7 @@ def scored_rows(
         probabilities' sum) and ``unseen`` (per categorical feature, the rows whose
         category the model has not seen, scored as missing).
     """
-    shared = client.submit(_identity, model, pure=False)  # on the cluster once
+    shared = share(client, model)  # on the cluster once; each worker loads it once
     meta = pd.DataFrame(
         {
             id_col: frame._meta[id_col],

@@ -118,6 +118,15 @@ def _identity(value: Any) -> Any:
     return value
 
 
+def share(client: Client, value: Any) -> Future:
+    """Put a value many tasks need on the cluster once, as a task that returns it (a
+    graph would carry it again with each computation). Tasks fetch it from the worker
+    that holds it, and if that worker is lost the scheduler computes it again from the
+    task: scattered data would be gone, and a broadcast scatter waited for ever on a
+    killed worker (``tests/test_reliability.py``)."""
+    return client.submit(_identity, value, pure=False)
+
+
 def _gain_task(parts, schema: FeatureSchema, label, id_col, config, seed):
     X, y, ids = _rows(parts, schema.names, label, id_col)
     return importance_gain(X, y, ids, config, seed, schema.feature_types())
@@ -354,12 +363,12 @@ class DaskExecutor:
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         """Submit every call at once; each array they share goes to the cluster once
-        (:meth:`_share`)."""
+        (:func:`share`)."""
         sent: dict[int, Future] = {}
         for args in calls:
             for a in args:
                 if isinstance(a, np.ndarray) and id(a) not in sent:
-                    sent[id(a)] = self._share(a)
+                    sent[id(a)] = share(self.client, a)
         futures = [
             self.client.submit(fn, *[sent.get(id(a), a) for a in args], pure=False)
             for args in calls
@@ -408,25 +417,17 @@ class DaskExecutor:
             out.append(Scored(ids, labels, proba, models))
         return out
 
-    def _share(self, value: Any) -> Future:
-        """Put a value many tasks need on the cluster once, as a task that returns it
-        (a graph would carry it again with each computation). Tasks fetch it from the
-        worker that holds it, and if that worker is lost the scheduler computes it again
-        from the task: scattered data would be gone, and a broadcast scatter waited for
-        ever on a killed worker (``tests/test_reliability.py``)."""
-        return self.client.submit(_identity, value, pure=False)
-
     def _score_dask(self, request: ScoreRequest) -> Scored:
         """One scoring on ``xgboost.dask``: each fold's model trained on all workers,
         then every row scored where it lies (only ids and probabilities come back)."""
         puf, config, seed = self.puf, request.config, request.seed
         row_ids, labels = self._request_rows(request)
-        hashes = self._share(sorted_label_hashes(row_ids, labels, seed))
+        hashes = share(self.client, sorted_label_hashes(row_ids, labels, seed))
         thresholds = subsample_thresholds(
             row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed
         )
         relabel = request.positive_ids is not None or request.flipped_ids is not None
-        shared = self._share(request) if relabel else None  # its id arrays, sent once
+        shared = share(self.client, request) if relabel else None  # its id arrays, sent once
         with EXPRESSIONS:
             frame = puf.frame
             if relabel:
