@@ -1,4 +1,4 @@
-"""The ``pulsnar-dask`` command: ``synth``, ``run`` and ``demo`` (DESIGN.md section 4).
+"""The ``pulsnar-dask`` command: ``synth``, ``run``, ``score`` and ``demo`` (DESIGN.md section 4).
 
 User mistakes end with one line on stderr and exit status 2; ``--debug`` adds the
 traceback. SIGINT and SIGTERM stop the job, close a cluster it started, and leave no
