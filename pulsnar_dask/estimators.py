@@ -254,7 +254,7 @@ class PULSCAR(BaseEstimator):
 
     @staticmethod
     def _check_columns(model: PUModel, columns: Any) -> None:
-        missing = [c for c in model.schema.names if c not in set(map(str, columns))]
+        missing = model.schema.missing(columns)
         if missing:
             raise ValueError(f"X lacks feature column(s) the model needs: {', '.join(missing)}")
 

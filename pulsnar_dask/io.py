@@ -187,6 +187,27 @@ def open_parquet(path: str, storage_options: dict[str, Any] | None = None) -> dd
         raise PUError(f"input {path} is not a readable Parquet file or dataset: {exc}") from None
 
 
+def _require_named(frame: dd.DataFrame, path: str, roles: list[tuple[str, str | None]]) -> None:
+    """Refuse a column the user named (``(role, name)``; ``None``: not named) that the
+    input lacks: never a silent fall-back to a default."""
+    columns = list(frame.columns)
+    for role, name in roles:
+        if name is not None and name not in columns:
+            raise PUError(
+                f"{role} column '{name}' is not in {path} (columns: {', '.join(columns)})"
+            )
+
+
+def _with_ids(
+    frame: dd.DataFrame, keep: list[str], id_col: str, client: Any = None
+) -> dd.DataFrame:
+    """``frame``'s ``keep`` columns and ``id_col``, which is generated from the row
+    position (:func:`with_row_ids`) where the input has no such column."""
+    if id_col in frame.columns:
+        return frame[[*keep, id_col]]
+    return with_row_ids(frame[keep], id_col, client)
+
+
 def read_rows_to_score(
     path: str,
     schema: FeatureSchema,
@@ -218,10 +239,8 @@ def read_rows_to_score(
         (text where the model has numbers, numbers where its categories are text).
     """
     frame = open_parquet(path, storage_options)
-    columns = list(frame.columns)
-    if id_col is not None and id_col not in columns:
-        raise PUError(f"id column '{id_col}' is not in {path} (columns: {', '.join(columns)})")
-    missing = [c for c in schema.names if c not in columns]
+    _require_named(frame, path, [("id", id_col)])
+    missing = schema.missing(frame.columns)
     if missing:
         raise PUError(f"{path} lacks feature column(s) the model needs: {', '.join(missing)}")
     for name in schema.names:
@@ -233,11 +252,7 @@ def read_rows_to_score(
         if text and is_numeric(dtype):
             raise PUError(f"column '{name}' of {path} is {dtype}; the model's categories are text")
     id_col = id_col or DEFAULT_ID
-    keep = [*schema.names] + ([id_col] if id_col in columns else [])
-    frame = frame[keep]
-    if id_col not in columns:
-        frame = with_row_ids(frame, id_col, client)
-    return frame, id_col
+    return _with_ids(frame, schema.names, id_col, client), id_col
 
 
 def read_pu_parquet(
@@ -296,11 +311,9 @@ def read_pu_parquet(
             DEFAULT_TRUE_LABEL,
         )
         true_label_col = DEFAULT_TRUE_LABEL
-    for role, name in (("label", label_col), ("true-label", true_label_col), ("id", id_col)):
-        if name is not None and name not in columns:
-            raise PUError(
-                f"{role} column '{name}' is not in {path} (columns: {', '.join(columns)})"
-            )
+    _require_named(
+        frame, path, [("label", label_col), ("true-label", true_label_col), ("id", id_col)]
+    )
     id_col = id_col or DEFAULT_ID
     reserved = {label_col, id_col, true_label_col}
     named = features is not None
@@ -336,11 +349,8 @@ def read_pu_parquet(
     if not features:
         raise PUError(f"{path} has no feature columns")
     categorical = [c for c in features if c in declared or is_categorical(frame.dtypes[c])]
-    keep = [*features, label_col] + ([id_col] if id_col in columns else [])
-    keep += [true_label_col] if true_label_col else []
-    frame = frame[keep]
-    if id_col not in columns:
-        frame = with_row_ids(frame, id_col)
+    keep = [*features, label_col] + ([true_label_col] if true_label_col else [])
+    frame = _with_ids(frame, keep, id_col)
     explicit = sorted(set(declared) | (set(features) if named else set()))
     return PUFrame(frame, list(features), label_col, id_col, true_label_col, categorical, explicit)
 

@@ -84,6 +84,11 @@ class FeatureSchema:
             return None
         return ["c" if c in self.categories else "q" for c in columns]
 
+    def missing(self, columns: Iterable[Any]) -> list[str]:
+        """The schema's features that are not among ``columns`` (compared as text)."""
+        present = {str(c) for c in columns}
+        return [n for n in self.names if n not in present]
+
     def positions(self, columns: Sequence[str]) -> list[int]:
         """Where ``columns`` are in :attr:`names`."""
         position = {name: i for i, name in enumerate(self.names)}
