@@ -5,11 +5,11 @@ import pandas as pd
 import pytest
 from helpers import run_cli, small_snar
 
-from pulsnar_dask import PULSNAR
+from pulsnar_dask import PULSNAR, make_pu_data
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.subproblem import subproblems_alpha
 from pulsnar_dask.dask_executor.engine import run_job
-from pulsnar_dask.io import read_pu_parquet
+from pulsnar_dask.io import read_pu_parquet, write_pu_parquet
 
 
 @pytest.fixture(scope="module")
@@ -73,15 +73,28 @@ def test_auto_method_matches_the_in_memory_estimator(client, data):
         assert "subtypes" not in summary
 
 
-def test_xgboost_dask_engine_agrees_with_the_task_engine(client, data):
-    puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
+@pytest.fixture(scope="module")
+def scar_path(tmp_path_factory):
+    """SCAR data large enough that PULSCAR's alpha is stable under small model changes."""
+    path = tmp_path_factory.mktemp("engine") / "scar.parquet"
+    data = make_pu_data("scar", 2000, 10000, 8, 0.3, class_sep=1.5, random_state=0)
+    write_pu_parquet(data.split(4), path)
+    return path
+
+
+def test_xgboost_dask_engine_agrees_with_the_task_engine(client, data, scar_path):
+    puf = read_pu_parquet(str(scar_path), true_label_col="true_label")
     task = run_job(client, puf, method="pulscar", seed=1, engine="task")
     dist = run_job(client, puf, method="pulscar", seed=1, engine="dask")
     assert dist.engine == "dask"
-    # same folds and model settings; the distributed quantile sketch may cut the 64 bins
-    # differently (correlation 0.967 measured here; misaligned rows would give ~0)
+    # Same folds and model settings, but XGBoost's distributed quantile sketch cuts the 64
+    # bins by which rows each worker holds, and in what order, so the models differ a
+    # little from run to run. Measured here, 12 runs: 0.272 or 0.299 against the task
+    # engine's 0.288. (On the small SNAR data PULSCAR's alpha is ill-posed and moved
+    # 0.148-0.173 against 0.184.) Misaligned rows would give a correlation near 0.
     assert dist.alpha == pytest.approx(task.alpha, abs=0.03)
     assert np.corrcoef(dist.probability, task.probability)[0, 1] > 0.95
+    puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     snar = run_job(client, puf, method="pulsnar", seed=1, engine="dask")
     assert len(snar.cluster_alphas) >= 2
     # the clusters combined from their collected probabilities, as the pipeline does
