@@ -27,6 +27,7 @@ import pandas as pd
 
 from pulsnar_dask.core.calibration import CalibrationMap
 from pulsnar_dask.core.schema import FeatureSchema
+from pulsnar_dask.core.subproblem import SubproblemResult
 
 MODEL_FILE = "model.json"
 FORMAT = 1
@@ -229,11 +230,12 @@ def _json_default(value: Any) -> Any:
 
 
 def subproblem_components(
-    features: Sequence[Sequence[str]],
-    models: Sequence[list[bytes]],
-    calibrations: Sequence[CalibrationMap] | None,
+    subproblems: Sequence[SubproblemResult], calibrations: Sequence[CalibrationMap] | None
 ) -> list[Component]:
     """One :class:`Component` per subproblem, from its features, fold models and (for
     ``calibration_data="U"``) its own map."""
-    maps = calibrations or [None] * len(models)
-    return [Component(list(f), list(m), c) for f, m, c in zip(features, models, maps, strict=True)]
+    maps = calibrations or [None] * len(subproblems)
+    return [
+        Component(list(r.features), list(r.models), c)
+        for r, c in zip(subproblems, maps, strict=True)
+    ]

@@ -44,12 +44,18 @@ class SubproblemResult:
     probabilities : ndarray of shape (n,)
         Out-of-fold probabilities, aligned with ``row_ids``.
     estimate : AlphaEstimate
+    features : tuple of str
+        The columns the fold models were trained on (empty where not recorded).
+    models : tuple of bytes
+        The fold models as XGBoost JSON (empty where not recorded).
     """
 
     row_ids: np.ndarray
     labels: np.ndarray
     probabilities: np.ndarray
     estimate: AlphaEstimate
+    features: tuple[str, ...] = ()
+    models: tuple[bytes, ...] = ()
 
     @property
     def alpha(self) -> float:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -303,14 +303,15 @@ def run_pipeline(
                 raise PUError(f"a subproblem is too small: {exc}") from None
         return made
 
-    fold_models: dict[int, tuple[list[str], list[bytes]]] = {}  # by id of a result
-
     def subproblems(requests: list[ScoreRequest]) -> list[SubproblemResult]:
-        out = []
-        for r, s in zip(requests, executor.score(requests), strict=True):
-            out.append(estimate_subproblem(s.row_ids, s.labels, s.probabilities, r.config, r.seed))
-            fold_models[id(out[-1])] = (r.features, s.models)
-        return out
+        return [
+            replace(
+                estimate_subproblem(s.row_ids, s.labels, s.probabilities, r.config, r.seed),
+                features=tuple(r.features),
+                models=tuple(s.models),
+            )
+            for r, s in zip(requests, executor.score(requests), strict=True)
+        ]
 
     bic = np.array([])
     evidence = profiles = clustering = None
@@ -458,11 +459,7 @@ def run_pipeline(
     }
     if not classify:
         model_map, per_subproblem = maps
-        components = subproblem_components(
-            [fold_models[id(r)][0] for r in first],
-            [fold_models[id(r)][1] for r in first],
-            per_subproblem,
-        )
+        components = subproblem_components(first, per_subproblem)
     model = PUModel(
         executor.schema,
         components,
