@@ -12,7 +12,8 @@ labeled).
 
 Data: the paper's synthetic SNAR data (2,000 positives, 6,000 unlabeled, 50 features),
 the real SNAR sets (shuttle, gas, avila) and mushroom (real, SCAR, every feature
-categorical: run with ``--categorical``). Both commands run against one local cluster
+categorical: run with ``--categorical``) and bank (real, SCAR, mixed numeric and
+categorical columns). Both commands run against one local cluster
 (``--scheduler``).
 
     python jobs/benchmark_inductive.py [--seeds 3] [--only SCAR_mushroom]
@@ -46,9 +47,10 @@ DATA = ROOT.parent / "shared" / "data"
 SETS = {
     "SNAR_synthetic": (0.1, 0.3, 0.5),
     "SNAR_shuttle": (0.05, 0.15),
-    "SNAR_gas": (0.1, 0.3),
+    "SNAR_gas": (0.1, 0.3, 0.5),
     "SNAR_avila": (0.1, 0.3),
     "SCAR_mushroom": (0.1, 0.3),
+    "SCAR_bank": (0.1, 0.3),
 }
 
 
@@ -123,22 +125,23 @@ def paired(diff: pd.Series) -> str:
     return f"{diff.mean():+.4f} +- {half:.4f}"
 
 
-def markdown(runs: pd.DataFrame, seeds: int) -> str:
+def markdown(runs: pd.DataFrame) -> str:
     lines = [
         "# Scoring new rows: PULSNAR's saved model against a plain PU classifier",
         "",
         "`python jobs/benchmark_inductive.py` (see its docstring): fit with `pulsnar-dask run "
         "--classify` on 80% of the rows, score the other 20% with `pulsnar-dask score`; the "
         "plain PU classifier is XGBoost (same parameters) trained labeled vs unlabeled on the "
-        f"same 80%. {seeds} seeds per setting; means over seeds; ECE over 10 equal bins.",
+        "same 80%. Seeds 0.. per setting (`runs`); means over seeds; ECE over 10 equal bins.",
         "",
-        "| data set | fraction | AUC plain | AUC PULSNAR | ECE plain | ECE PULSNAR "
+        "| data set | fraction | runs | AUC plain | AUC PULSNAR | ECE plain | ECE PULSNAR "
         "(calibrated) | alpha (true) |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for (name, fraction), g in runs.groupby(["dataset", "fraction"]):
         lines.append(
-            f"| {name} | {fraction:g} | {g.auc_plain.mean():.4f} | {g.auc_pulsnar.mean():.4f} "
+            f"| {name} | {fraction:g} | {len(g)} | {g.auc_plain.mean():.4f} "
+            f"| {g.auc_pulsnar.mean():.4f} "
             f"| {g.ece_plain.mean():.4f} | {g.ece_pulsnar.mean():.4f} "
             f"| {g.alpha.mean():.3f} ({g.true_alpha.mean():.3f}) |"
         )
@@ -146,13 +149,14 @@ def markdown(runs: pd.DataFrame, seeds: int) -> str:
         "",
         "Paired differences, PULSNAR minus plain, with 95% half-widths (every run of a set):",
         "",
-        "| data set | runs | AUC | ECE |",
-        "|---|---|---|---|",
+        "| data set | runs | AUC | PULSNAR's AUC higher / lower | ECE |",
+        "|---|---|---|---|---|",
     ]
     for name, g in runs.groupby("dataset"):
+        auc = g.auc_pulsnar - g.auc_plain
         lines.append(
-            f"| {name} | {len(g)} | {paired(g.auc_pulsnar - g.auc_plain)} "
-            f"| {paired(g.ece_pulsnar - g.ece_plain)} |"
+            f"| {name} | {len(g)} | {paired(auc)} | {int((auc > 0).sum())} / "
+            f"{int((auc < 0).sum())} | {paired(g.ece_pulsnar - g.ece_plain)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -191,8 +195,8 @@ def run() -> None:
         kept = pd.read_csv(args.out.with_suffix(".csv"))
         runs = pd.concat([kept[~kept["dataset"].isin(args.only)], runs], ignore_index=True)
     runs.to_csv(args.out.with_suffix(".csv"), index=False)
-    args.out.with_suffix(".md").write_text(markdown(runs, args.seeds))
-    print(markdown(runs, args.seeds))
+    args.out.with_suffix(".md").write_text(markdown(runs))
+    print(markdown(runs))
 
 
 if __name__ == "__main__":
