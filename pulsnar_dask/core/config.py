@@ -216,10 +216,10 @@ class PUConfig:
         type="int or None",
     )
     max_clusters: int = option(
-        10,
-        "Largest mixture of the positives tried for the cluster count (the paper tried "
-        "25); with the lowest-BIC rule, sizes past each round of 10 are fitted only while "
-        "the lowest BIC lies at the end of the sizes fitted so far.",
+        25,
+        "Largest mixture of the positives tried for the cluster count (as the paper); "
+        "with the lowest-BIC rule, sizes past each round of 10 are fitted only while the "
+        "lowest BIC lies at the end of the sizes fitted so far.",
         type="int",
         flag="--max-clusters",
     )
