@@ -50,7 +50,9 @@ def main() -> None:
     write(pd.DataFrame(rows), args)
 
 
-def run_row(args: argparse.Namespace, sep: float, seed: int, true_alpha: float, summary: dict):
+def run_row(
+    args: argparse.Namespace, sep: float, seed: int, true_alpha: float, summary: dict
+) -> dict:
     """One run's line of wide.csv."""
     return {
         "rows": args.rows,
