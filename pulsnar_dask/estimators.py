@@ -35,7 +35,7 @@ SCORING_SETTINGS = [
 ]  # fmt: skip
 CLUSTER_SETTINGS = [
     "n_clusters", "max_clusters", "cluster_selection", "covariance_type",
-    "max_cluster_features", "max_cluster_rows", "min_cluster_fraction",
+    "max_cluster_features", "max_cluster_rows", "min_cluster_fraction", "claim_overlap",
 ]  # fmt: skip
 _OWN_DOC = """    n_iterations : int, default 1
         Repeats with seeds ``random_state + i``; ``alpha_`` is their mean.
@@ -383,6 +383,7 @@ class PULSNAR(PULSCAR):
         max_cluster_features: int | None = _D.max_cluster_features,
         max_cluster_rows: int | None = _D.max_cluster_rows,
         min_cluster_fraction: float = _D.min_cluster_fraction,
+        claim_overlap: float = _D.claim_overlap,
         method: str = "auto",
     ):
         super().__init__(
@@ -415,6 +416,7 @@ class PULSNAR(PULSCAR):
         self.max_cluster_features = max_cluster_features
         self.max_cluster_rows = max_cluster_rows
         self.min_cluster_fraction = min_cluster_fraction
+        self.claim_overlap = claim_overlap
         self.method = method
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:

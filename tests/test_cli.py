@@ -530,6 +530,11 @@ def test_every_setting_is_declared_once_and_the_cli_and_estimators_follow_it():
             assert params[name].default == default_of(settings[rename.get(name, name)]), name
             assert f"    {name} : " in estimator.__doc__, name
         assert estimator()._config() == PUConfig()
+    # every setting the CLI offers is a PULSNAR parameter (the calibration method is its
+    # ``calibration``, which also switches calibration on, as --calibrate does)
+    pulsnar = {rename.get(p, p) for p in inspect.signature(PULSNAR.__init__).parameters}
+    missing = {f.name for f in flagged} - pulsnar - {"calibration_method"}
+    assert not missing, f"CLI settings that PULSNAR does not take: {sorted(missing)}"
 
 
 def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsys):

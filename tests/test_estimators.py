@@ -38,6 +38,22 @@ def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):
     assert len(est.clustering_.bic) == 6
 
 
+def test_pulsnar_takes_claim_overlap(snar):
+    """Three subtypes split into six clusters: the halves of a subtype claim the same
+    unlabeled rows, which the default counts once and ``claim_overlap=1`` sums."""
+    fits = {
+        overlap: PULSNAR(
+            random_state=0, n_jobs=2, n_clusters=6, method="pulsnar", claim_overlap=overlap
+        ).fit(snar.X, snar.label)
+        for overlap in (0.3, 1.0)
+    }
+    assert fits[0.3].get_params()["claim_overlap"] == 0.3 == PULSNAR().claim_overlap
+    np.testing.assert_array_equal(fits[0.3].cluster_alphas_, fits[1.0].cluster_alphas_)
+    assert fits[1.0].alpha_ == pytest.approx(fits[1.0].cluster_alphas_.sum())
+    assert fits[0.3].alpha_ < fits[1.0].alpha_ - 0.02
+    assert fits[0.3].alpha_ == pytest.approx(snar.true_alpha, abs=0.02)
+
+
 def test_pulsnar_is_reproducible_and_seed_sensitive(snar):
     a = PULSNAR(random_state=3, n_clusters=3, n_jobs=2).fit(snar.X, snar.label)
     b = PULSNAR(random_state=3, n_clusters=3, n_jobs=2).fit(snar.X, snar.label)
