@@ -235,6 +235,14 @@ def plain_reading(summary: dict[str, Any]) -> str:
             f"The {summary['n_positive']:,} labeled positives were read as one group: as "
             "likely to be labeled whatever their kind. "
         )
+        evidence = summary.get("method_evidence") or {}
+        if evidence.get("subtypes_may_be_unseen"):
+            text += (
+                f"That rests on the top {evidence['cluster_features']:,} of the "
+                f"{evidence['model_features']:,} features the classifier uses: subtypes "
+                "that differ a little in many features can go unseen there, and then "
+                "alpha is read too low. "
+            )
     readings = summary.get("interval_readings", {})
     reader = summary["settings"]["alpha_estimator"]
     if f"pulscar {reader}" in readings and f"pulsnar {reader}" in readings:

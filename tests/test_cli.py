@@ -217,6 +217,13 @@ def test_headline_reads_the_summary():
     assert text.endswith(
         "NOT IDENTIFIED: the classifier hardly tells labeled positives from unlabeled rows"
     )
+    # identified, but one cluster found on part of the features: alpha may be low
+    summary.update(alpha_identified=True, method_evidence={"subtypes_may_be_unseen": True})
+    assert headline(summary).endswith(
+        "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"
+    )
+    summary["method_evidence"]["subtypes_may_be_unseen"] = False
+    assert "MAY BE LOW" not in headline(summary)
 
 
 @pytest.fixture(scope="module")
@@ -546,7 +553,11 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     assert summary["method_requested"] == "auto"
     evidence = summary["method_evidence"]
     assert summary["method"] in ("pulscar", "pulsnar")
-    assert set(evidence) == {"n_clusters", "subtype_mix_distance", "threshold", "reason"}
+    assert set(evidence) == {
+        "n_clusters", "subtype_mix_distance", "threshold", "reason", "subtypes_may_be_unseen",
+        "cluster_features", "model_features",
+    }  # fmt: skip
+    assert evidence["subtypes_may_be_unseen"] is False  # 8 features, all clustered
     assert (summary["method"] == "pulscar") == (
         evidence["n_clusters"] == 1 or evidence["subtype_mix_distance"] < evidence["threshold"]
     )

@@ -38,6 +38,47 @@ def test_choose_method_from_the_clusters(alphas, sizes, method):
     assert evidence["reason"]
 
 
+def test_one_cluster_on_part_of_the_features_is_weak_evidence_of_scar():
+    method, evidence = choose_method(np.array([0.15]), np.array([500]), 100, 1007)
+    assert method == "pulscar" and evidence["subtypes_may_be_unseen"]
+    assert "one cluster on the top 100 of the 1007 features" in evidence["reason"]
+    assert (evidence["cluster_features"], evidence["model_features"]) == (100, 1007)
+    # every feature clustered, or several clusters found, or the counts unknown: no caveat
+    for args in [([0.15], [500], 12, 12), ([0.05, 0.15], [100, 300], 100, 1007), ([0.2], [5])]:
+        _, evidence = choose_method(*map(np.array, args[:2]), *args[2:])
+        assert not evidence["subtypes_may_be_unseen"], args
+        assert "may" not in evidence["reason"]
+    assert "cluster_features" not in evidence
+
+
+def test_the_report_says_when_one_cluster_rests_on_part_of_the_features():
+    from pulsnar_dask.report import plain_reading
+
+    evidence = choose_method(np.array([0.15]), np.array([500]), 100, 1007)[1]
+    summary = {"n_unlabeled": 1000, "hidden_positives": 150, "alpha": 0.15, "n_positive": 500,
+               "method": "pulscar", "settings": {"alpha_estimator": "kernel"},
+               "pu_auc": [0.8], "alpha_identified": True, "method_evidence": evidence}  # fmt: skip
+    text = plain_reading(summary)
+    assert "That rests on the top 100 of the 1,007 features the classifier uses" in text
+    summary["method_evidence"] = choose_method(np.array([0.15]), np.array([500]), 12, 12)[1]
+    assert "That rests on" not in plain_reading(summary)
+
+
+def test_auto_flags_one_cluster_found_on_the_top_features_only():
+    """SCAR data, 12 features: clustered on all of them no caveat; on the top 3 the one
+    cluster found rests on a quarter of the features, and the evidence says so."""
+    scar = make_pu_data("scar", 600, 3000, 12, 0.2, class_sep=2.0, random_state=0)
+    full = PULSNAR(random_state=0, n_jobs=2).fit(scar.X, scar.label)
+    top3 = PULSNAR(random_state=0, n_jobs=2, max_cluster_features=3).fit(scar.X, scar.label)
+    assert full.method_ == top3.method_ == "pulscar"
+    assert full.method_evidence_["n_clusters"] == top3.method_evidence_["n_clusters"] == 1
+    assert not full.method_evidence_["subtypes_may_be_unseen"]
+    assert top3.method_evidence_["subtypes_may_be_unseen"]
+    assert top3.method_evidence_["cluster_features"] == 3
+    assert top3.method_evidence_["model_features"] == full.method_evidence_["model_features"]
+    assert top3.alpha_ == full.alpha_  # PULSCAR either way: only the evidence differs
+
+
 def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
     snar = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
     auto = PULSNAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)

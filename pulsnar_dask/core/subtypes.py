@@ -331,7 +331,12 @@ def subtype_mix_distance(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) 
     return float(0.5 * np.abs(alphas / alphas.sum() - sizes / sizes.sum()).sum())
 
 
-def choose_method(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) -> tuple[str, dict]:
+def choose_method(
+    cluster_alphas: np.ndarray,
+    cluster_sizes: np.ndarray,
+    cluster_features: int | None = None,
+    model_features: int | None = None,
+) -> tuple[str, dict]:
     """Decide between PULSCAR and PULSNAR from PULSNAR's clusters (``method="auto"``).
 
     PULSCAR when the positives form one cluster, or when the clusters hide positives in
@@ -339,15 +344,44 @@ def choose_method(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) -> tupl
     ``SCAR_MIX_DISTANCE``): the data look SCAR, and one subproblem over all positives
     reads alpha with less noise than a sum over clusters. PULSNAR otherwise.
 
+    One cluster found on only part of the features the classifier uses
+    (``cluster_features < model_features``, the top ``max_cluster_features`` by gain) is
+    weak evidence of SCAR: subtypes that differ a little in each of many features go
+    unseen there (the wide benchmark's five subtypes: benchmarks/results/README.md), and
+    PULSCAR then reads alpha low. The evidence says so (``subtypes_may_be_unseen``).
+
+    Parameters
+    ----------
+    cluster_alphas, cluster_sizes : ndarray of shape (n_clusters,)
+        Each cluster's alpha and labeled positives.
+    cluster_features, model_features : int or None
+        Features the positives were clustered on, and features the classifier uses;
+        ``None``: not known.
+
     Returns
     -------
     (method, evidence)
         ``"pulscar"`` or ``"pulsnar"``, and a JSON-ready dict: ``n_clusters``,
-        ``subtype_mix_distance``, ``threshold`` and ``reason``.
+        ``subtype_mix_distance``, ``threshold``, ``reason`` and
+        ``subtypes_may_be_unseen``; with the feature counts, also ``cluster_features``
+        and ``model_features``.
     """
     distance = subtype_mix_distance(cluster_alphas, cluster_sizes)
     n_clusters = int(np.size(cluster_sizes))
-    if n_clusters == 1:
+    unseen = (
+        n_clusters == 1
+        and cluster_features is not None
+        and model_features is not None
+        and cluster_features < model_features
+    )
+    if unseen:
+        method, reason = (
+            "pulscar",
+            f"the positives form one cluster on the top {cluster_features} of the "
+            f"{model_features} features the classifier uses; subtypes that differ a little "
+            "in many features can go unseen there, and PULSCAR then reads alpha low",
+        )
+    elif n_clusters == 1:
         method, reason = "pulscar", "the positives form one cluster"
     elif distance < SCAR_MIX_DISTANCE:
         method, reason = (
@@ -364,5 +398,9 @@ def choose_method(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) -> tupl
         "subtype_mix_distance": round(distance, 4),
         "threshold": SCAR_MIX_DISTANCE,
         "reason": reason,
+        "subtypes_may_be_unseen": unseen,
     }
+    if cluster_features is not None and model_features is not None:
+        evidence["cluster_features"] = int(cluster_features)
+        evidence["model_features"] = int(model_features)
     return method, evidence

@@ -190,7 +190,7 @@ def headline(summary: dict[str, Any]) -> str:
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
         (PULSNAR, 5 clusters)``, with the 95% interval (``alpha_interval``, else the
         iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
-        identified.
+        identified or may be read low (one cluster found on part of the features).
     """
     n_unlabeled = summary["n_unlabeled"]
     text = (
@@ -215,4 +215,6 @@ def headline(summary: dict[str, Any]) -> str:
         text += (
             "; NOT IDENTIFIED: the classifier hardly tells labeled positives from unlabeled rows"
         )
+    elif (summary.get("method_evidence") or {}).get("subtypes_may_be_unseen"):
+        text += "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"
     return text

@@ -365,9 +365,13 @@ def run_pipeline(
         if method == "auto":
             first = per_iteration[0]
             method, evidence = choose_method(
-                [r.alpha for r in first], [r.n_positive for r in first]
+                [r.alpha for r in first],
+                [r.n_positive for r in first],
+                clustering.cluster_features.size,
+                clustering.model_features.size,
             )
-            logger.info("method auto: %s (%s)", method, evidence["reason"])
+            log = logger.warning if evidence["subtypes_may_be_unseen"] else logger.info
+            log("method auto: %s (%s)", method, evidence["reason"])
             if method == "pulscar":
                 if compare:
                     alternative = results[:n_clusters]
