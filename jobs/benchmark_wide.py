@@ -70,6 +70,7 @@ def run_row(
         "method": summary["method"],
         "pu_auc": min(summary["pu_auc"]),
         "alpha_identified": summary["alpha_identified"],
+        "may_be_low": (summary.get("method_evidence") or {}).get("subtypes_may_be_unseen"),
         "engine": summary["engine"],
     }
 
@@ -87,30 +88,34 @@ def write(runs: pd.DataFrame, args: argparse.Namespace) -> None:
         "carries ~1/10 of the signal it has in the paper's 50-feature protocol; class_sep 3.0 "
         "restores it. `PU AUC`: the (smallest) out-of-fold AUC of labeled positives against "
         "unlabeled rows; below 0.6 the run warns and the summary says that alpha is not "
-        "identified (`identified`).",
+        "identified (`identified`). `may be low`: one cluster found on the top features "
+        "of many, so the run warns that subtypes may be unseen (decision record item 27).",
         "",
         "| class_sep | seed | wall (s) | job (s) | peak RSS, largest process (MiB) "
-        "| peak RSS, all processes (MiB) | PU AUC | identified | method | clusters | alpha "
-        "| true alpha | abs error |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| peak RSS, all processes (MiB) | PU AUC | identified | may be low | method "
+        "| clusters | alpha | true alpha | abs error |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs.to_dict("records"):
         lines.append(
             f"| {r['class_sep']:g} | {r['seed']} | {r['wall_s']:.1f} | {r['job_s']:.1f} | "
             f"{r['peak_process_rss_mib']:.0f} | {r['peak_all_processes_rss_mib']:.0f} | "
-            f"{r['pu_auc']:.3f} | {'yes' if r['alpha_identified'] else 'no'} | {r['method']} | "
+            f"{r['pu_auc']:.3f} | {'yes' if r['alpha_identified'] else 'no'} | "
+            f"{'yes' if r['may_be_low'] else 'no'} | {r['method']} | "
             f"{r['n_clusters']} | {r['alpha']:.4f} | "
             f"{r['true_alpha']:.4f} | {r['abs_error']:.4f} |"
         )
     lines += [
         "",
-        "| class_sep | runs | mean abs error | runs identified | mean PU AUC |",
-        "|---|---|---|---|---|",
+        "| class_sep | runs | mean abs error | runs identified | runs flagged may be low "
+        "| mean PU AUC |",
+        "|---|---|---|---|---|---|",
     ]
     for sep, sel in runs.groupby("class_sep"):
         lines.append(
             f"| {sep:g} | {len(sel)} | {sel.abs_error.mean():.4f} | "
-            f"{int(sel.alpha_identified.sum())} | {sel.pu_auc.mean():.3f} |"
+            f"{int(sel.alpha_identified.sum())} | {int(sel.may_be_low.fillna(False).sum())} "
+            f"| {sel.pu_auc.mean():.3f} |"
         )
     (RESULTS / "wide.md").write_text("\n".join(lines) + "\n")
 
