@@ -374,15 +374,14 @@ def choose_method(
         and model_features is not None
         and cluster_features < model_features
     )
-    if unseen:
-        method, reason = (
-            "pulscar",
-            f"the positives form one cluster on the top {cluster_features} of the "
-            f"{model_features} features the classifier uses; subtypes that differ a little "
-            "in many features can go unseen there, and PULSCAR then reads alpha low",
-        )
-    elif n_clusters == 1:
+    if n_clusters == 1:
         method, reason = "pulscar", "the positives form one cluster"
+        if unseen:
+            reason += (
+                f" on the top {cluster_features} of the {model_features} features the "
+                "classifier uses; subtypes that differ a little in many features can go "
+                "unseen there, and PULSCAR then reads alpha low"
+            )
     elif distance < SCAR_MIX_DISTANCE:
         method, reason = (
             "pulscar",
