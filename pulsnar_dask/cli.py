@@ -275,6 +275,7 @@ def _run(args: argparse.Namespace) -> dict:
     config = config_from_args(args)
     storage_options = parse_storage_options(args.storage_options)
     output = RunOutput(args.out, storage_options, overwrite=args.overwrite)
+    output.check_apart_from(args.input)
     output.prepare()
     with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
         shown = args.dashboard or _names_a_cluster(args)  # else no dashboard to link to
@@ -323,15 +324,17 @@ def _run(args: argparse.Namespace) -> dict:
             summary = result.summary()
             logger.info("writing the predictions, the report and the summary to %s", args.out)
             summary["input"] = args.input
-            summary["predictions"] = output.write_predictions(
-                client, puf.frame, puf.id, puf.label, table
-            )
-            summary["model"] = output.write_model(result.model)
-            page, images = build_report(result, summary)
-            for name, data in images.items():
-                output.write_bytes(name, data)
-            output.write_bytes("report.html", page.encode())
-            output.write_summary(summary)
+            with _writing(args.out):
+                summary["predictions"] = output.write_predictions(
+                    client, puf.frame, puf.id, puf.label, table
+                )
+                summary["model"] = output.write_model(result.model)
+                page, images = build_report(result, summary)
+                for name, data in images.items():
+                    output.write_bytes(name, data)
+                output.write_bytes("report.html", page.encode())
+                output.write_summary(summary)
+                output.commit()
         finally:
             output.discard_staging()
     return summary
@@ -346,10 +349,10 @@ def _score(args: argparse.Namespace) -> dict:
     from pulsnar_dask.outputs import RunOutput
 
     start = time.perf_counter()
-    if args.out.rstrip("/") in (args.model.rstrip("/"), args.model.rstrip("/") + "/model"):
-        raise PUError("--out must be a location of its own, not the model's run")
     storage_options = parse_storage_options(args.storage_options)
     output = RunOutput(args.out, storage_options, overwrite=args.overwrite)
+    output.check_apart_from(args.model, "model")
+    output.check_apart_from(args.input)
     output.prepare()
     model = read_model(args.model, storage_options)
     with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
@@ -359,7 +362,8 @@ def _score(args: argparse.Namespace) -> dict:
         scores, totals = scored_rows(client, frame, id_col, model)
         try:
             logger.info("scoring %s with the model at %s", args.input, args.model)
-            url, totals = output.write_frame(client, scores, compute_with=totals)
+            with _writing(args.out):
+                url, totals = output.write_frame(client, scores, compute_with=totals)
             unseen = {name: int(n) for name, n in totals["unseen"].items() if n}
             if unseen:
                 logger.warning(
@@ -378,10 +382,23 @@ def _score(args: argparse.Namespace) -> dict:
                 "unseen_categories": unseen,
                 "seconds": round(time.perf_counter() - start, 3),
             }
-            output.write_summary(summary)
+            with _writing(args.out):
+                output.write_summary(summary)
+                output.commit()
         finally:
             output.discard_staging()
     return summary
+
+
+@contextlib.contextmanager
+def _writing(out: str):
+    """Storage errors while writing the outputs (a full disk, a lost permission) end in
+    one line; the staged files are discarded by the caller."""
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise PUError(f"cannot write the outputs to {out}: {reason}") from None
 
 
 def _demo(args: argparse.Namespace) -> dict:

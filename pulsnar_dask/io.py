@@ -111,6 +111,33 @@ def _type_kind(arrow_type: Any) -> str:
     return str(arrow_type)
 
 
+# Arrow types whose values no model can use (lists, structs, maps, raw bytes): pandas
+# holds them as Python objects, which would otherwise pass for text.
+def _is_nested_or_binary(arrow_type: Any) -> bool:
+    import pyarrow.types as pat
+
+    return (
+        pat.is_nested(arrow_type)
+        or pat.is_binary(arrow_type)
+        or pat.is_large_binary(arrow_type)
+        or pat.is_fixed_size_binary(arrow_type)
+    )
+
+
+def unusable_columns(path: str, storage_options: dict[str, Any] | None = None) -> dict[str, str]:
+    """Columns of a Parquet file or dataset (its first data file's footer) holding lists,
+    structs, maps or bytes: name -> Arrow type."""
+    import pyarrow.parquet as pq
+
+    fs, fs_path = fsspec.core.url_to_fs(path, **(storage_options or {}))
+    files = _data_files(fs, fs_path) if fs.isdir(fs_path) else [fs_path]
+    if not files:
+        return {}
+    with fs.open(files[0]) as handle:
+        schema = pq.read_schema(handle)
+    return {f.name: str(f.type) for f in schema if _is_nested_or_binary(f.type)}
+
+
 def check_same_schema(fs: Any, path: str, url: str) -> None:
     """Refuse a dataset whose files differ in their columns, or in a column's type beyond
     numeric width (an int in one file and a float in another is read as one numeric
@@ -315,12 +342,23 @@ def read_pu_parquet(
         frame, path, [("label", label_col), ("true-label", true_label_col), ("id", id_col)]
     )
     id_col = id_col or DEFAULT_ID
+    roles = {"label": label_col, "id": id_col, "true-label": true_label_col}
+    shared = sorted({c for c in roles.values() if c and list(roles.values()).count(c) > 1})
+    if shared:
+        raise PUError(
+            f"column '{shared[0]}' is named for two roles (label, id, true label): "
+            "each needs a column of its own"
+        )
     reserved = {label_col, id_col, true_label_col}
     named = features is not None
+    nested = unusable_columns(path, storage_options)
+
+    def type_of(column: str) -> str:
+        return nested.get(column, str(frame.dtypes[column]))
 
     def usable(column: str) -> bool:
         dtype = frame.dtypes[column]
-        return is_numeric(dtype) or is_categorical(dtype)
+        return column not in nested and (is_numeric(dtype) or is_categorical(dtype))
 
     if features is None:
         features = [c for c in columns if c not in reserved and usable(c)]
@@ -328,17 +366,24 @@ def read_pu_parquet(
         if skipped:
             logger.warning(
                 "skipping column(s) of a type no model can use: %s",
-                ", ".join(f"{c} ({frame.dtypes[c]})" for c in skipped),
+                ", ".join(f"{c} ({type_of(c)})" for c in skipped),
             )
     else:
         missing = [c for c in features if c not in columns]
         if missing:
             raise PUError(f"feature column(s) not in {path}: {', '.join(missing)}")
+        repeated = sorted({c for c in features if features.count(c) > 1})
+        if repeated:
+            raise PUError(f"feature column(s) named twice: {', '.join(repeated)}")
+        roled = [c for c in features if c in reserved]
+        if roled:
+            role = next(r for r, c in roles.items() if c == roled[0])
+            raise PUError(f"column '{roled[0]}' is the {role} column and cannot also be a feature")
         bad = [c for c in features if not usable(c)]
         if bad:
             raise PUError(
                 "feature column(s) of a type no model can use (numbers, strings or "
-                "categories): " + ", ".join(f"{c} ({frame.dtypes[c]})" for c in bad)
+                "categories): " + ", ".join(f"{c} ({type_of(c)})" for c in bad)
             )
     declared = list(categorical or [])
     missing = [c for c in declared if c not in features]

@@ -1,9 +1,11 @@
 """Writing a run's outputs to a local directory or an fsspec URL, safely.
 
-Order: predictions are written by the workers under a staging folder inside the output
-location, moved into place when complete, then the model, the report, and ``summary.json`` last, so
-a location without ``summary.json`` is visibly an unfinished run. A rerun with
-``overwrite`` first removes the old summary for the same reason.
+Every file of a run (the predictions, written by the workers, the model, the report and
+its plots, ``summary.json``) is written under a staging folder inside the output
+location; :meth:`RunOutput.commit` moves them into place at the end, ``summary.json``
+last, so a location without ``summary.json`` is visibly an unfinished run. A failed or
+interrupted run leaves the location as it found it: with ``overwrite``, the previous
+run stays whole until the new one is complete.
 """
 
 from __future__ import annotations
@@ -26,6 +28,19 @@ logger = logging.getLogger(__name__)
 
 SUMMARY = "summary.json"
 PREDICTIONS = "predictions"
+STAGING_PREFIX = "_staging-"
+PROBE_PREFIX = ".write-check-"
+
+
+def is_run_entry(name: str) -> bool:
+    """Whether a file or folder name is one a run writes (or leaves while writing)."""
+    from pulsnar_dask.io import MODEL_DIR
+
+    return (
+        name in (SUMMARY, PREDICTIONS, MODEL_DIR, "report.html")
+        or name.endswith(".png")
+        or name.startswith((STAGING_PREFIX, PROBE_PREFIX))
+    )
 
 
 class RunOutput:
@@ -49,31 +64,67 @@ class RunOutput:
             self.fs, self.path = fsspec.core.url_to_fs(self.url, **self.storage_options)
         except (ImportError, ValueError) as exc:
             raise PUError(f"cannot use output location {url}: {exc}") from None
-        self.staging = f"{self.path}/_staging-{uuid.uuid4().hex[:12]}"
+        self.path = self.path.rstrip("/")
+        self.staging = f"{self.path}/{STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
+        self._created = False  # whether this run created the location (see prepare)
 
     def _url(self, path: str) -> str:
         protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
         return path if protocol in ("file", "local") else f"{protocol}://{path}"
 
+    def _entries(self) -> list[str]:
+        """Names directly under the location (none when it does not exist)."""
+        self.fs.invalidate_cache()
+        if not self.fs.exists(self.path) or not self.fs.isdir(self.path):
+            return []
+        return [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self.path, detail=False)]
+
+    def check_apart_from(self, url: str, role: str = "input") -> None:
+        """Refuse an output location that is, holds or lies inside ``url`` (the input, or
+        the model a ``score`` applies): the run would write into it, or replace it."""
+        try:
+            fs, path = fsspec.core.url_to_fs(url.rstrip("/"), **self.storage_options)
+        except (ImportError, ValueError):
+            return  # the input's reader says what is wrong with it
+        if type(fs) is not type(self.fs):
+            return
+        if isinstance(fs, LocalFileSystem):
+            from pathlib import Path
+
+            path, own = str(Path(path).resolve()), str(Path(self.path).resolve())
+        else:
+            path, own = path.rstrip("/"), self.path
+        if path == own or path.startswith(own + "/") or own.startswith(path + "/"):
+            raise PUError(
+                f"--out {self.url} and the {role} {url} overlap; the outputs need a "
+                "location of their own"
+            )
+
     def prepare(self) -> None:
-        """Refuse a finished run unless overwriting, and a location that cannot be
-        written; clear the old summary when overwriting.
+        """Refuse a finished run unless overwriting, a location holding files that are
+        not a run's, and a location that cannot be written.
 
         Writing is tried with an empty probe file, removed at once (and the location with
-        it when the probe created it): nothing stays until the first result is written.
+        it when the probe created it): nothing stays until the run commits.
         """
-        summary = f"{self.path}/{SUMMARY}"
         try:
             existed = self.fs.exists(self.path)
-            finished = existed and self.fs.exists(summary)
+            entries = self._entries() if existed else []
         except Exception as exc:
             raise PUError(f"cannot access output location {self.url}: {exc}") from None
-        if finished and not self.overwrite:
+        if SUMMARY in entries and not self.overwrite:
             raise PUError(
                 f"{self.url} already holds a finished run ({SUMMARY}); "
                 "pass --overwrite to replace it"
             )
-        probe = f"{self.path}/.write-check-{uuid.uuid4().hex[:12]}"
+        foreign = sorted(name for name in entries if not is_run_entry(name))
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise PUError(
+                f"{self.url} holds files that are not a run's ({shown}); "
+                "choose a new or empty location"
+            )
+        probe = f"{self.path}/{PROBE_PREFIX}{uuid.uuid4().hex[:12]}"
         try:
             if isinstance(self.fs, LocalFileSystem):  # object stores have no folders
                 self.fs.makedirs(self.path, exist_ok=True)
@@ -83,8 +134,7 @@ class RunOutput:
                 self.fs.rm(self.path, recursive=True)
         except Exception as exc:
             raise PUError(f"cannot write to output location {self.url}: {exc}") from None
-        if finished:
-            self.fs.rm(summary)
+        self._created = not existed
 
     def write_predictions(
         self,
@@ -94,7 +144,8 @@ class RunOutput:
         label_col: str,
         table: pd.DataFrame,
     ) -> str:
-        """Have the workers write (id, label, result columns) as Parquet; return its URL.
+        """Have the workers write (id, label, result columns) as Parquet; return the URL
+        the dataset will have once committed.
 
         The result columns are split by row id over as many partitions as the input has
         and joined to the input's (id, label) rows by a shuffle, so each worker receives
@@ -118,8 +169,7 @@ class RunOutput:
     def write_frame(
         self, client: Client, rows: dd.DataFrame, compute_with: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """Have the workers write ``rows`` as the run's ``predictions`` dataset. The files
-        go to the staging folder and move into place when all are written.
+        """Have the workers write ``rows`` as the run's ``predictions`` dataset (staged).
 
         Parameters
         ----------
@@ -132,12 +182,11 @@ class RunOutput:
         Returns
         -------
         (url, values)
-            The dataset's URL, and ``compute_with``'s collections computed.
+            The dataset's URL once committed, and ``compute_with``'s collections computed.
         """
-        self.fs.makedirs(self.path, exist_ok=True)
-        staged = f"{self.staging}/{PREDICTIONS}"
+        self.fs.makedirs(self.staging, exist_ok=True)
         write = rows.to_parquet(
-            self._url(staged),
+            self._url(f"{self.staging}/{PREDICTIONS}"),
             storage_options=self.storage_options,
             write_index=False,
             compute=False,
@@ -145,39 +194,59 @@ class RunOutput:
         names = list(compute_with or {})
         done = client.gather(client.compute([write, *(compute_with or {}).values()]))
         values = dict(zip(names, done[1:], strict=True))
-        final = f"{self.path}/{PREDICTIONS}"
-        if self.fs.exists(final):
-            self.fs.rm(final, recursive=True)
-        if isinstance(self.fs, LocalFileSystem):
-            self.fs.mv(staged, final, recursive=True)  # one rename: atomic
-        else:  # object stores have no directories to rename: move object by object
-            for source in self.fs.find(staged):
-                self.fs.mv(source, final + source[len(staged) :])
-        return self._url(final), values
+        return self._url(f"{self.path}/{PREDICTIONS}"), values
 
     def write_model(self, model: PUModel) -> str:
-        """Write a run's model to ``model/`` (:func:`pulsnar_dask.io.write_model`); return
-        its URL."""
+        """Write a run's model (:func:`pulsnar_dask.io.write_model`, staged); return the
+        URL of its ``model/`` folder once committed."""
         from pulsnar_dask.io import MODEL_DIR, write_model
 
-        url = self._url(f"{self.path}/{MODEL_DIR}")
-        write_model(model, url, self.storage_options)
-        return url
+        write_model(model, self._url(f"{self.staging}/{MODEL_DIR}"), self.storage_options)
+        return self._url(f"{self.path}/{MODEL_DIR}")
 
     def write_bytes(self, name: str, data: bytes) -> None:
-        """Write one file of the run (report, plot)."""
-        self.fs.pipe(f"{self.path}/{name}", data)
+        """Write one file of the run (report, plot, summary; staged)."""
+        self.fs.makedirs(self.staging, exist_ok=True)
+        self.fs.pipe_file(f"{self.staging}/{name}", data)
 
-    def write_summary(self, summary: dict[str, Any]) -> str:
-        """Write ``summary.json`` (the last file of a run) and return its text."""
-        text = json.dumps(summary, sort_keys=True)
-        self.fs.pipe(f"{self.path}/{SUMMARY}", text.encode())
-        return text
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        """Write ``summary.json`` (staged; :meth:`commit` moves it into place last)."""
+        self.write_bytes(SUMMARY, json.dumps(summary, sort_keys=True).encode())
+
+    def commit(self) -> None:
+        """Move the staged run into place: the old summary goes first, then every entry
+        of an older run, then the new files, ``summary.json`` last.
+
+        A local folder moves with one rename; object stores have no folders and move
+        object by object.
+        """
+        self.fs.invalidate_cache()
+        staged = {p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self.staging, detail=False)}
+        final = f"{self.path}/{SUMMARY}"
+        if self.fs.exists(final):
+            self.fs.rm(final)
+        for name in self._entries():
+            if is_run_entry(name) and not name.startswith((STAGING_PREFIX, PROBE_PREFIX)):
+                self.fs.rm(f"{self.path}/{name}", recursive=True)
+        for name in sorted(staged - {SUMMARY}) + [SUMMARY] * (SUMMARY in staged):
+            self._move(f"{self.staging}/{name}", f"{self.path}/{name}")
+
+    def _move(self, source: str, target: str) -> None:
+        if isinstance(self.fs, LocalFileSystem):
+            self.fs.mv(source, target, recursive=True)  # one rename
+        elif self.fs.isdir(source):
+            for item in self.fs.find(source):
+                self.fs.mv(item, target + item[len(source) :])
+        else:
+            self.fs.mv(source, target)
 
     def discard_staging(self) -> None:
-        """Remove the staging folder (after success or failure)."""
+        """Remove the staging folder (after success or failure), and the location itself
+        when this run created it and left nothing there."""
         try:
             if self.fs.exists(self.staging):
                 self.fs.rm(self.staging, recursive=True)
+            if self._created and isinstance(self.fs, LocalFileSystem) and not self._entries():
+                self.fs.rm(self.path, recursive=True)
         except Exception:
             logger.warning("could not remove %s", self.staging)

@@ -332,6 +332,43 @@ def bad_inputs(tmp_path_factory):
         ["--features", "f0", "note"],
         "'note' has more than 1000 distinct values",
     )
+    cases["feature is the label"] = (
+        put("ok9", frame),
+        ["--features", "f0", "label"],
+        "column 'label' is the label column and cannot also be a feature",
+    )
+    cases["feature named twice"] = (
+        put("ok10", frame),
+        ["--features", "f0", "f1", "f0"],
+        "feature column(s) named twice: f0",
+    )
+    cases["id column is the label"] = (
+        put("ok11", frame),
+        ["--id-col", "label"],
+        "column 'label' is named for two roles",
+    )
+    cases["list feature named"] = (
+        put("lists", frame.assign(visits=[[1, 2]] * 40)),
+        ["--features", "f0", "visits"],
+        "of a type no model can use (numbers, strings or categories): visits (list<",
+    )
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    frame.to_parquet(dataset / "part.0.parquet", index=False)
+    cases["output is the input"] = (str(dataset), ["--out", str(dataset)], "overlap; the outputs")
+    cases["output inside the input"] = (
+        str(dataset),
+        ["--out", str(dataset / "runs" / "one")],
+        "overlap; the outputs need a location of their own",
+    )
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine")
+    cases["output holds other files"] = (
+        put("ok12", frame),
+        ["--out", str(notes)],
+        "holds files that are not a run's (todo.txt); choose a new or empty location",
+    )
     cases["folds 1"] = (put("ok", frame), ["--folds", "1"], "must be at least 2")
     cases["bin method"] = (
         put("ok2", frame),
@@ -359,6 +396,9 @@ BAD_INPUTS = [
     "duplicate ids", "missing id", "unknown id column", "unwritable output",
     "files differ in columns", "files differ in types",
     "feature of no usable type", "unknown categorical column", "too many categories named",
+    "feature is the label", "feature named twice", "id column is the label",
+    "list feature named", "output is the input", "output inside the input",
+    "output holds other files",
     "folds 1", "bin method", "storage options", "cluster fraction",
     "one resample",
 ]  # fmt: skip
@@ -422,6 +462,8 @@ def test_text_columns_are_categorical_and_others_skipped_with_a_warning(tmp_path
             "name": ["a", "b"],
             "code": [3, 4],
             "seen": pd.Timestamp(0),
+            "visits": [[1, 2], [3]],
+            "blob": [b"x", b"y"],
             "label": [1, 0],
         }
     )
@@ -430,7 +472,10 @@ def test_text_columns_are_categorical_and_others_skipped_with_a_warning(tmp_path
         puf = read_pu_parquet(str(tmp_path / "mixed.parquet"))
     assert puf.features == ["f0", "name", "code"]
     assert puf.categorical == ["name"]  # numeric codes stay numeric unless named
-    assert "skipping column(s) of a type no model can use: seen (datetime64" in caplog.text
+    assert (
+        "skipping column(s) of a type no model can use: seen (datetime64[ns]), "
+        "visits (list<element: int64>), blob (binary)"
+    ) in caplog.text
     puf = read_pu_parquet(str(tmp_path / "mixed.parquet"), categorical=["code"])
     assert puf.categorical == ["name", "code"]
 
@@ -465,9 +510,20 @@ def test_finished_run_is_not_overwritten_without_the_flag(data, tmp_path, capsys
         "1",
     ]
     assert run_cli(args, capsys)[0] == 0
+    finished = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    summary = (out / "summary.json").read_text()
     status, _, err = run_cli(args, capsys)
     assert status == 2 and "already holds a finished run" in err
+    # a replacement that fails leaves the finished run as it was
+    bad = tmp_path / "bad.parquet"
+    pd.read_parquet(data).assign(label=2).to_parquet(bad, index=False)
+    bad_args = [a if a != str(data) else str(bad) for a in args]
+    status, _, err = run_cli([*bad_args, "--overwrite"], capsys)
+    assert status == 2 and "must hold only 0 and 1" in err
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == finished
+    assert (out / "summary.json").read_text() == summary
     assert run_cli([*args, "--overwrite"], capsys)[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(finished)  # no staging left
 
 
 def test_unreachable_scheduler_fails_in_bounded_time(data, tmp_path, capsys):

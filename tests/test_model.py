@@ -165,7 +165,9 @@ SCORE_MISTAKES = {
     "numbers for text": (lambda f: f.assign(region=1.0), [], "the model's categories are text"),
     "unknown id column": (lambda f: f, ["--id-col", "patient"], "id column 'patient' is not in"),
     "no model": (lambda f: f, ["--model", "/nonexistent/run"], "no model at /nonexistent/run"),
-    "out is the run": (lambda f: f, ["--out", "RUN"], "--out must be a location of its own"),
+    "out is the run": (lambda f: f, ["--out", "RUN"], "and the model RUN overlap"),
+    "out is the model": (lambda f: f, ["--out", "RUN/model"], "and the model RUN overlap"),
+    "out is the input": (lambda f: f, ["--out", "INPUT"], "and the input INPUT overlap"),
 }
 
 
@@ -175,7 +177,9 @@ def test_score_mistakes_get_one_line_and_leave_nothing(run_dir, mistake, tmp_pat
     change, extra, message = SCORE_MISTAKES[mistake]
     change(frame.drop(columns="label")).to_parquet(tmp_path / "new.parquet", index=False)
     out = tmp_path / "out"
-    extra = [str(tmp / "run") if a == "RUN" else a for a in extra]
+    paths = {"RUN": str(tmp / "run"), "INPUT": str(tmp_path / "new.parquet")}
+    extra = [a.replace("RUN", paths["RUN"]).replace("INPUT", paths["INPUT"]) for a in extra]
+    message = message.replace("RUN", paths["RUN"]).replace("INPUT", paths["INPUT"])
     args = ["score", "--model", str(tmp / "run"), "--input", str(tmp_path / "new.parquet"),
             "--out", str(out), "--n-workers", "1", *extra]  # fmt: skip
     status, _, err = run_cli(args, capsys)

@@ -1,0 +1,65 @@
+"""A run's output location: everything staged, moved into place only when complete."""
+
+import json
+
+import pytest
+
+from pulsnar_dask.errors import PUError
+from pulsnar_dask.outputs import RunOutput
+
+
+def _finished_run(path):
+    path.mkdir()
+    (path / "report.html").write_text("old report")
+    (path / "calibration.png").write_bytes(b"old plot")
+    (path / "summary.json").write_text(json.dumps({"alpha": 0.1}))
+
+
+def test_a_run_that_stops_before_committing_leaves_nothing(tmp_path):
+    out = RunOutput(str(tmp_path / "new"))
+    out.prepare()
+    out.write_bytes("report.html", b"<html></html>")
+    out.write_summary({"alpha": 0.2})
+    out.discard_staging()  # what a failure or an interrupt does
+    assert not (tmp_path / "new").exists()
+
+
+def test_an_unfinished_replacement_keeps_the_finished_run(tmp_path):
+    _finished_run(tmp_path / "run")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+    out = RunOutput(str(tmp_path / "run"), overwrite=True)
+    out.prepare()
+    out.write_bytes("report.html", b"new report")
+    out.discard_staging()
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()} == before
+
+
+def test_commit_replaces_every_file_of_the_older_run(tmp_path):
+    _finished_run(tmp_path / "run")
+    out = RunOutput(str(tmp_path / "run"), overwrite=True)
+    out.prepare()
+    out.write_bytes("report.html", b"new report")
+    out.write_summary({"alpha": 0.3})
+    out.commit()
+    out.discard_staging()
+    run = tmp_path / "run"
+    # the old run's calibration plot is not this run's: it goes
+    assert sorted(p.name for p in run.iterdir()) == ["report.html", "summary.json"]
+    assert (run / "report.html").read_text() == "new report"
+    assert json.loads((run / "summary.json").read_text()) == {"alpha": 0.3}
+
+
+def test_a_location_with_other_files_is_refused_and_kept(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(PUError, match=r"holds files that are not a run's \(notes.txt\)"):
+        RunOutput(str(tmp_path / "mine"), overwrite=True).prepare()
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+
+
+@pytest.mark.parametrize("out", ["data", "data/runs/one", "."])
+def test_output_and_input_must_not_overlap(tmp_path, out):
+    (tmp_path / "data").mkdir()
+    with pytest.raises(PUError, match="overlap; the outputs need a location of their own"):
+        RunOutput(str(tmp_path / out)).check_apart_from(str(tmp_path / "data"))
+    RunOutput(str(tmp_path / "elsewhere")).check_apart_from(str(tmp_path / "data"))
