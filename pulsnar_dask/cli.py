@@ -343,7 +343,7 @@ def _run(args: argparse.Namespace) -> dict:
 def _score(args: argparse.Namespace) -> dict:
     import time
 
-    from pulsnar_dask.dask_executor.apply import scored_rows
+    from pulsnar_dask.dask_executor.apply import check_scored, scored_rows
     from pulsnar_dask.dask_executor.connect import connect
     from pulsnar_dask.io import parse_storage_options, read_model, read_rows_to_score
     from pulsnar_dask.outputs import RunOutput
@@ -364,6 +364,7 @@ def _score(args: argparse.Namespace) -> dict:
             logger.info("scoring %s with the model at %s", args.input, args.model)
             with _writing(args.out):
                 url, totals = output.write_frame(client, scores, compute_with=totals)
+            check_scored(totals, id_col)
             unseen = {name: int(n) for name, n in totals["unseen"].items() if n}
             if unseen:
                 logger.warning(

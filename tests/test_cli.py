@@ -249,7 +249,7 @@ def bad_inputs(tmp_path_factory):
     cases["label 2"] = (
         put("two", frame.assign(label=[2] + [1] * 9 + [0] * 30)),
         [],
-        "must hold only 0 and 1",
+        "must hold only the numbers 0 and 1",
     )
     cases["label -1"] = (
         put("neg", frame.assign(label=[-1] + [1] * 9 + [0] * 30)),
@@ -282,7 +282,12 @@ def bad_inputs(tmp_path_factory):
     cases["duplicate ids"] = (
         put("dup", frame.assign(row_id=[0, 0, *range(2, 40)])),
         [],
-        "duplicate value",
+        "duplicate value(s), e.g. 0",
+    )
+    cases["labels as text"] = (
+        put("textlabel", frame.assign(label=frame["label"].astype(str))),
+        [],
+        "found '0' (30 rows), '1' (10 rows) (text, not numbers)",
     )
     cases["missing id"] = (
         put("noid", frame.assign(row_id=[None, *(f"r{i}" for i in range(1, 40))])),
@@ -391,8 +396,8 @@ def bad_inputs(tmp_path_factory):
 
 BAD_INPUTS = [
     "empty dataset", "missing path", "not parquet", "no label column", "label 2", "label -1",
-    "label missing", "no positives", "no unlabeled", "too few positives", "infinite",
-    "beyond float32",
+    "label missing", "labels as text", "no positives", "no unlabeled", "too few positives",
+    "infinite", "beyond float32",
     "duplicate ids", "missing id", "unknown id column", "unwritable output",
     "files differ in columns", "files differ in types",
     "feature of no usable type", "unknown categorical column", "too many categories named",
@@ -519,7 +524,7 @@ def test_finished_run_is_not_overwritten_without_the_flag(data, tmp_path, capsys
     pd.read_parquet(data).assign(label=2).to_parquet(bad, index=False)
     bad_args = [a if a != str(data) else str(bad) for a in args]
     status, _, err = run_cli([*bad_args, "--overwrite"], capsys)
-    assert status == 2 and "must hold only 0 and 1" in err
+    assert status == 2 and "must hold only the numbers 0 and 1" in err
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == finished
     assert (out / "summary.json").read_text() == summary
     assert run_cli([*args, "--overwrite"], capsys)[0] == 0

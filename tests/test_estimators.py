@@ -80,7 +80,7 @@ def test_calibration_and_classification_improve_on_pu_labels(snar):
 @pytest.mark.parametrize(
     ("X", "y", "message"),
     [
-        (np.ones((3, 2)), [0, 1, 2], "y must hold only 0 and 1; found 2"),
+        (np.ones((3, 2)), [0, 1, 2], "y must hold only the numbers 0 and 1; found 2"),
         (np.ones((3, 2)), [0, 1], "has 3 rows but y has 2"),
         (np.array([[1.0, np.inf], [0, 0], [1, 1]]), [0, 1, 0], "cannot hold: x1 \\(1 rows\\)"),
         (np.array([[1e39, 1.0], [0, 0], [1, 1]]), [0, 1, 0], "cannot hold: x0 \\(1 rows\\)"),

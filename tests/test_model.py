@@ -155,6 +155,8 @@ def test_run_saves_a_model_and_score_applies_it_on_the_workers(run_dir, capsys):
     np.testing.assert_array_equal(probability[:4], missing)
 
 
+N_SCORED = 1500  # the rows of run_dir's data: 300 positives and 1,200 unlabeled
+
 SCORE_MISTAKES = {
     "missing column": (
         lambda f: f.drop(columns="f2"),
@@ -165,6 +167,16 @@ SCORE_MISTAKES = {
     "numbers for text": (lambda f: f.assign(region=1.0), [], "the model's categories are text"),
     "unknown id column": (lambda f: f, ["--id-col", "patient"], "id column 'patient' is not in"),
     "no model": (lambda f: f, ["--model", "/nonexistent/run"], "no model at /nonexistent/run"),
+    "infinite value": (
+        lambda f: f.assign(f0=[np.inf] + [0.0] * (len(f) - 1)),
+        [],
+        "beyond float32's range (|x| > 3.4e+38), which the models cannot hold: f0 (1 rows)",
+    ),
+    "repeated ids": (
+        lambda f: f.assign(uid=7),
+        ["--id-col", "uid"],
+        f"id column 'uid' has {N_SCORED - 1} duplicate value(s); each row needs its own id",
+    ),
     "out is the run": (lambda f: f, ["--out", "RUN"], "and the model RUN overlap"),
     "out is the model": (lambda f: f, ["--out", "RUN/model"], "and the model RUN overlap"),
     "out is the input": (lambda f: f, ["--out", "INPUT"], "and the input INPUT overlap"),

@@ -16,6 +16,8 @@ from distributed import Client
 
 from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.dask_executor.engine import share
+from pulsnar_dask.errors import PUError
+from pulsnar_dask.pipeline.stages import check_representable, unrepresentable_counts
 
 PROBABILITY = "probability"
 CALIBRATED = "calibrated_probability"
@@ -46,8 +48,10 @@ def scored_rows(
     (scores, totals)
         ``scores``: ``id_col``, ``probability`` and ``calibrated_probability`` per row;
         ``totals``: lazy ``n_rows``, ``expected_positives`` (the calibrated
-        probabilities' sum) and ``unseen`` (per categorical feature, the rows whose
-        category the model has not seen, scored as missing).
+        probabilities' sum), ``unseen`` (per categorical feature, the rows whose
+        category the model has not seen, scored as missing), and what
+        :func:`check_scored` refuses: ``unrepresentable`` (per numeric feature, values
+        float32 cannot hold), ``distinct_ids`` and ``missing_ids``.
     """
     shared = share(client, model)  # on the cluster once; each worker loads it once
     meta = pd.DataFrame(
@@ -64,5 +68,38 @@ def scored_rows(
         "n_rows": scores.map_partitions(len).sum(),
         "expected_positives": scores[CALIBRATED].sum(),
         "unseen": frame.map_partitions(schema.unseen_counts, meta=unseen_meta).sum(),
+        "distinct_ids": frame[id_col].nunique(),
+        "missing_ids": frame[id_col].isna().sum(),
     }
+    numeric = [c for c in schema.names if c not in schema.categories]
+    if numeric:
+        totals["unrepresentable"] = (
+            frame[numeric]
+            .map_partitions(
+                unrepresentable_counts,
+                meta=pd.DataFrame({c: pd.Series(dtype="int64") for c in numeric}),
+            )
+            .sum()
+        )
     return scores, totals
+
+
+def check_scored(totals: dict[str, Any], id_col: str) -> None:
+    """Refuse, after the fact, what ``run`` refuses up front (the scores are computed in
+    the same pass as these counts and are not kept): feature values float32 cannot hold,
+    and missing or repeated ids, which could not join the scores back to the rows.
+
+    Raises
+    ------
+    PUError
+    """
+    if "unrepresentable" in totals:
+        check_representable(totals["unrepresentable"])
+    missing = int(totals["missing_ids"])
+    if missing:
+        raise PUError(f"id column '{id_col}' has {missing} missing value(s)")
+    repeated = int(totals["n_rows"]) - missing - int(totals["distinct_ids"])
+    if repeated:
+        raise PUError(
+            f"id column '{id_col}' has {repeated} duplicate value(s); each row needs its own id"
+        )

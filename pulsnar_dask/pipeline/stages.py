@@ -195,7 +195,8 @@ def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_na
     if bad.any():
         counts = values[bad].value_counts(dropna=False)
         shown = ", ".join(f"{v!r} ({n} rows)" for v, n in counts.head(5).items())
-        raise PUError(f"{label_name} must hold only 0 and 1; found {shown}")
+        text = " (text, not numbers)" if any(isinstance(v, str) for v in counts.index) else ""
+        raise PUError(f"{label_name} must hold only the numbers 0 and 1; found {shown}{text}")
     missing = pd.isna(pd.Series(row_ids)).to_numpy()
     if missing.any():
         raise PUError(f"{id_name} has {int(missing.sum())} missing value(s)")
@@ -203,7 +204,7 @@ def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_na
     if duplicated.any():
         raise PUError(
             f"{id_name} has {int(duplicated.sum())} duplicate value(s), "
-            f"e.g. {row_ids[duplicated][0]!r}"
+            f"e.g. {pd.Series(row_ids[duplicated][:1]).tolist()[0]!r}"
         )
     if not (labels == 1).any():
         raise PUError(f"no labeled positives ({label_name} = 1) in the input")
