@@ -146,3 +146,29 @@ def test_write_pu_parquet_round_trip_and_nothing_left_on_failure(tmp_path):
     with pytest.raises(RuntimeError, match="disk full"):
         write_pu_parquet(failing(), tmp_path / "e")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
+def test_rows_that_repeat_another_share_its_fold():
+    from pulsnar_dask.core.folds import NO_ALIASES, FoldAliases, content_hashes
+
+    X = np.array([[1.0, 2.0], [3.0, np.nan], [1.0, 2.0], [5.0, 6.0], [3.0, np.nan], [1.0, 2.0]])
+    ids = np.array([10, 11, 12, 13, 14, 15])
+    aliases = FoldAliases.of_rows(ids, content_hashes(X))
+    assert aliases.ids.tolist() == [12, 14, 15] and aliases.targets.tolist() == [10, 11, 10]
+    assert aliases.apply(ids).tolist() == [10, 11, 10, 13, 11, 10]
+    assert aliases.apply(np.array([13, 15])).tolist() == [13, 10]
+    unique = FoldAliases.of_rows(ids[:2], content_hashes(X[:2]))
+    assert len(unique) == 0
+    np.testing.assert_array_equal(unique.apply(ids), ids)
+    np.testing.assert_array_equal(NO_ALIASES.apply(ids), ids)
+    # string ids, and copies dealt with their first into one fold, label by label
+    names = np.array([f"r{i:03d}" for i in range(300)], dtype=object)
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(100, 3))
+    X = np.vstack([rows, rows, rows])  # every row three times
+    labels = np.tile((rng.random(100) < 0.3).astype(int), 3)
+    aliases = FoldAliases.of_rows(names, content_hashes(X))
+    assert len(aliases) == 200
+    folds = assign_folds(aliases.apply(names), labels, 5, seed=3)
+    assert (folds[:100] == folds[100:200]).all() and (folds[:100] == folds[200:]).all()
+    assert np.bincount(folds[:100], minlength=5).min() > 0

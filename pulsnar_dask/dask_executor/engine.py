@@ -35,7 +35,9 @@ from distributed import Client, Future, progress, wait
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import (
+    FoldAliases,
     assign_folds,
+    content_hashes,
     folds_from_hashes,
     sorted_label_hashes,
     subsample_thresholds,
@@ -97,12 +99,12 @@ def _request_part(part: pd.DataFrame, request: ScoreRequest, label: str, id_col:
     return (part if keep.all() else part[keep]).assign(**{label: labels})
 
 
-def _scoring_rows_task(parts, request: ScoreRequest, label, id_col):
+def _scoring_rows_task(parts, request: ScoreRequest, label, id_col, aliases: FoldAliases):
     """A scoring's rows on one worker, relabeled and in canonical order."""
     frame = _request_part(pd.concat(parts, ignore_index=True), request, label, id_col)
     X = frame[list(request.features)].to_numpy(dtype=np.float32)
     y, ids = frame[label].to_numpy(), frame[id_col].to_numpy()
-    return canonical_subproblem(X, y, ids, request.config, request.seed)
+    return canonical_subproblem(X, y, ids, request.config, request.seed, aliases)
 
 
 def _fold_task(data, fold, request: ScoreRequest):
@@ -112,6 +114,16 @@ def _fold_task(data, fold, request: ScoreRequest):
     return fold_probabilities(
         X, y, folds, fold, params, config.n_rounds, trainable, request.feature_types
     )
+
+
+CONTENT = "__content_hash__"  # each row's content_hashes, beside its id and label
+
+
+def _table_part(part: pd.DataFrame, columns: list[str], features: list[str]) -> pd.DataFrame:
+    """A partition's ``columns`` and the hash of its features' values (:data:`CONTENT`)."""
+    with np.errstate(over="ignore"):  # values float32 cannot hold are refused after
+        values = part[features].to_numpy(dtype=np.float32)
+    return part[columns].assign(**{CONTENT: content_hashes(values)})
 
 
 def _identity(value: Any) -> Any:
@@ -150,10 +162,10 @@ def _predict_part(part, booster, columns, id_col):
     return pd.DataFrame({"id": part[id_col].to_numpy(), "p": proba})
 
 
-def _add_folds(part, id_col, label, hashes, n_folds, seed, thresholds):
+def _add_folds(part, id_col, label, hashes, n_folds, seed, thresholds, aliases):
     """Add each row's fold and whether it may train (the training subsample)."""
     ids, labels = part[id_col].to_numpy(), part[label].to_numpy()
-    folds = folds_from_hashes(ids, labels, hashes, n_folds, seed)
+    folds = folds_from_hashes(aliases.apply(ids), labels, hashes, n_folds, seed)
     train = (
         np.ones(len(part), dtype=bool)
         if thresholds is None
@@ -239,13 +251,18 @@ class DaskExecutor:
                     meta=pd.DataFrame({c: pd.Series(dtype="int64") for c in puf.features}),
                 ).sum()
             )
-            table = self.client.compute(frame[columns])
+            meta = frame._meta[columns].assign(**{CONTENT: np.array([], dtype=np.uint64)})
+            table = self.client.compute(
+                frame.map_partitions(_table_part, columns, puf.features, meta=meta)
+            )
             self.parts = self.client.compute(frame.to_delayed())
         check_representable(unrepresentable.result())
         table = table.result().sort_values(puf.id, kind="stable")
         ids, labels = table[puf.id].to_numpy(), table[puf.label].to_numpy()
         check_labels(ids, labels, f"id column '{puf.id}'", f"label column '{puf.label}'")
         self.row_ids, self.labels = ids, labels.astype(np.int8)
+        self.aliases = FoldAliases.of_rows(ids, table[CONTENT].to_numpy())
+        self._shared_aliases = share(self.client, self.aliases)
         workers = self.client.scheduler_info()["workers"]
         self.engine = choose_engine(workers, ids.size, len(self.features), self.requested_engine)
         self._placements = _round_robin(workers)
@@ -387,7 +404,7 @@ class DaskExecutor:
         for r in requests:
             data = self.client.submit(
                 _scoring_rows_task, self.parts, r, self.puf.label, self.puf.id,
-                key=f"{r.name}-rows-{uuid.uuid4().hex[:8]}",
+                self._shared_aliases, key=f"{r.name}-rows-{uuid.uuid4().hex[:8]}",
             )  # fmt: skip
             # task keys name the work (``cluster2-it0-fold3-<id>``), so the dashboard's
             # task stream shows which subproblems run side by side
@@ -408,7 +425,7 @@ class DaskExecutor:
         out = []
         for r, futures in zip(requests, pending, strict=True):
             ids, labels = self._request_rows(r)
-            folds = assign_folds(ids, labels, r.config.n_folds, r.seed)
+            folds = assign_folds(self.aliases.apply(ids), labels, r.config.n_folds, r.seed)
             proba = np.empty(labels.size)
             models = []
             for fold in range(len(futures)):
@@ -422,7 +439,7 @@ class DaskExecutor:
         then every row scored where it lies (only ids and probabilities come back)."""
         puf, config, seed = self.puf, request.config, request.seed
         row_ids, labels = self._request_rows(request)
-        hashes = share(self.client, sorted_label_hashes(row_ids, labels, seed))
+        hashes = share(self.client, sorted_label_hashes(self.aliases.apply(row_ids), labels, seed))
         thresholds = subsample_thresholds(
             row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed
         )
@@ -443,7 +460,15 @@ class DaskExecutor:
             )
             # not persisted: a second copy of the table would double the workers' memory
             frame = frame.map_partitions(
-                _add_folds, puf.id, puf.label, hashes, config.n_folds, seed, thresholds, meta=meta
+                _add_folds,
+                puf.id,
+                puf.label,
+                hashes,
+                config.n_folds,
+                seed,
+                thresholds,
+                self._shared_aliases,
+                meta=meta,
             )
         params = booster_params(config.xgb_params, seed, config.n_threads)
         columns = list(request.features)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.folds import FoldAliases, content_hashes
 from pulsnar_dask.core.schema import FeatureSchema, frame_schema
 from pulsnar_dask.core.subproblem import cross_validated_scores
 from pulsnar_dask.core.subtypes import importance_gain
@@ -72,6 +73,7 @@ class InProcessExecutor:
     def read(self) -> tuple[np.ndarray, np.ndarray, None]:
         check_labels(self.row_ids, self.y, "the row index", "y")
         self.y = self.y.astype(np.int8)
+        self.aliases = FoldAliases.of_rows(self.row_ids, content_hashes(self.X))
         return self.row_ids, self.y, None
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
@@ -95,6 +97,8 @@ class InProcessExecutor:
         for r in requests:
             keep, labels = r.rows(self.row_ids, self.y)
             X, ids = self._columns(r.features)[keep], self.row_ids[keep]
-            scores = cross_validated_scores(X, labels, ids, r.config, r.seed, r.feature_types)
+            scores = cross_validated_scores(
+                X, labels, ids, r.config, r.seed, r.feature_types, self.aliases
+            )
             out.append(Scored(*scores))
         return out

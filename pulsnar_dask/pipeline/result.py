@@ -57,6 +57,9 @@ class JobResult:
         With classification and true labels: metrics with and without PULSNAR.
     engine : str
         ``in-process`` (arrays in this process), ``task`` or ``dask``.
+    repeated_rows : int
+        Rows whose features repeat another row's (each copy shares its fold with the
+        first: :class:`~pulsnar_dask.core.folds.FoldAliases`).
     method_evidence : dict or None
         With ``method="auto"``: why ``method`` was chosen (:func:`choose_method`).
     clustering : Clustering or None
@@ -102,6 +105,7 @@ class JobResult:
     mixture_components: int
     metrics: dict[str, dict[str, float]] | None
     engine: str
+    repeated_rows: int = 0
     method_evidence: dict[str, Any] | None = None
     clustering: Clustering | None = None
     profiles: list[list[dict[str, Any]]] | None = None
@@ -150,6 +154,7 @@ class JobResult:
             "seconds": round(self.seconds, 3),
             "stage_seconds": self.timings,
             "engine": self.engine,
+            "repeated_rows": self.repeated_rows,
             "pu_auc": [round(r.pu_auc, 4) for r in self.subproblems],
             "alpha_identified": self.alpha_identified,
             "settings": self.settings,

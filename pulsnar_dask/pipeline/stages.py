@@ -22,6 +22,7 @@ import pandas as pd
 
 from pulsnar_dask.core.calibration import fit_calibration_map
 from pulsnar_dask.core.config import PUConfig, config_dict
+from pulsnar_dask.core.folds import FoldAliases
 from pulsnar_dask.core.interval import alpha_interval
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
@@ -128,12 +129,16 @@ class Executor(Protocol):
         The features' types and categories (set by :meth:`read`).
     threads : int or None
         XGBoost threads per model when the settings leave it open.
+    aliases : FoldAliases
+        Rows whose features repeat another row's, dealt to folds under its id (set by
+        :meth:`read`; :mod:`pulsnar_dask.core.folds`).
     """
 
     engine: str
     features: list[str]
     schema: FeatureSchema
     threads: int | None
+    aliases: FoldAliases
 
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Check the table and settle its schema; return row ids (ascending), their 0/1
@@ -273,6 +278,13 @@ def run_pipeline(
 
     stage("reading and checking the input")
     row_ids, labels, true_labels = executor.read()
+    if len(executor.aliases):
+        logger.warning(
+            "%d of %d rows repeat another row's features; each copy shares its fold with "
+            "the first (a copy in the training folds would give its label away)",
+            len(executor.aliases),
+            row_ids.size,
+        )
     try:
         check_subproblem(labels, config)
     except ValueError as exc:
@@ -500,6 +512,7 @@ def run_pipeline(
         settings=run_settings,
         metrics=metrics,
         engine=executor.engine,
+        repeated_rows=len(executor.aliases),
         seconds=time.perf_counter() - start,
         timings=timings,
         model=model,
