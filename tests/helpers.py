@@ -33,15 +33,16 @@ def run_cli(args: list[str], capsys) -> tuple[int, dict | None, str]:
     return status, summary, captured.err
 
 
-def start_cli(args: list[str], log: Path):
-    """Start ``python -m pulsnar_dask`` as its own process, stderr to ``log``."""
+def start_cli(args: list[str], log: Path, new_group: bool = False):
+    """Start ``python -m pulsnar_dask`` as its own process, stderr to ``log``;
+    ``new_group``: in a process group of its own, as a terminal starts a command."""
     import subprocess
     import sys
 
     with open(log, "w") as err:
         return subprocess.Popen(
             [sys.executable, "-m", "pulsnar_dask", *args],
-            stdout=subprocess.PIPE, stderr=err, text=True,
+            stdout=subprocess.PIPE, stderr=err, text=True, process_group=0 if new_group else None,
         )  # fmt: skip
 
 

@@ -27,6 +27,9 @@ def test_local_workers_are_forked_ready_with_the_clients_environment(monkeypatch
         # forked by one server, not spawned by the nannies that live in this process
         assert len(set(parents)) == 1 and os.getpid() not in parents
         assert _on_workers(client, "'xgboost' in __import__('sys').modules") == [True, True]
+        # Ctrl-C is the command's to answer (it closes the cluster): workers ignore it
+        ignored = "__import__('signal').getsignal(2) == __import__('signal').SIG_IGN"
+        assert _on_workers(client, ignored) == [True, True]
         assert (
             _on_workers(client, "__import__('os').environ['PULSNAR_FORK_TEST']")
             == ["from-the-client"] * 2

@@ -1,6 +1,7 @@
 """A lost worker does not change the answer; SIGTERM stops cleanly."""
 
 import json
+import os
 import signal
 
 import psutil
@@ -64,5 +65,27 @@ def test_sigterm_stops_the_job_and_its_cluster(medium, tmp_path):
     assert proc.returncode == 130
     assert "interrupted" in log.read_text()
     assert not (tmp_path / "out" / "summary.json").exists()
+    _, alive = psutil.wait_procs(children, timeout=30)
+    assert not alive, [p.pid for p in alive]
+
+
+def test_ctrl_c_stops_with_one_line_and_leaves_nothing(medium, tmp_path):
+    """Ctrl-C in a terminal reaches the whole process group: the command, the fork
+    server and the workers. Only the command answers, with one line."""
+    log, out = tmp_path / "int.log", tmp_path / "out"
+    proc = start_cli(
+        ["run", "--input", str(medium), "--method", "pulsnar", "--out", str(out),
+         "--n-workers", "2"],
+        log,
+        new_group=True,
+    )  # fmt: skip
+    wait_for_text(log, "scoring:")
+    children = psutil.Process(proc.pid).children(recursive=True)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=120)
+    text = log.read_text()
+    assert proc.returncode == 130, text[-3000:]
+    assert text.count("interrupted: stopped") == 1 and "Traceback" not in text, text[-3000:]
+    assert not out.exists()  # nothing staged stays, and the location did not exist before
     _, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, [p.pid for p in alive]

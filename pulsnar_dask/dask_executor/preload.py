@@ -7,13 +7,21 @@ as Python's documentation advises before forking (``gc.freeze``): forked workers
 the pages instead of copying them as their collections walk each object, and the server
 exits without walking them either. It is the fork server's preload, not a module to
 import elsewhere.
+
+Ctrl-C reaches every process of the terminal's process group. The command stops the job
+and closes the cluster it started, which ends the workers; the fork server and the
+workers forked from it (which keep the handlers the server had once its preload was
+imported) ignore SIGINT, instead of each printing a traceback of its own.
 """
 
 import gc
+import signal
 
-import distributed  # noqa: F401
-import xgboost  # noqa: F401
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # first: the imports below take seconds
 
-import pulsnar_dask.dask_executor.engine  # noqa: F401
+import distributed  # noqa: E402, F401
+import xgboost  # noqa: E402, F401
+
+import pulsnar_dask.dask_executor.engine  # noqa: E402, F401
 
 gc.freeze()
