@@ -260,6 +260,13 @@ def plain_reading(summary: dict[str, Any]) -> str:
         + (", lowest over the subtypes)" if len(summary["pu_auc"]) > 1 else ")")
     )
     text += "." if summary["alpha_identified"] else ", too little to identify alpha."
+    if "perfect_separation" in summary:
+        text += (
+            " It separated them perfectly, which real data rarely allow: if a feature "
+            "records the label, or is filled in only once a row is labeled (the models "
+            f"lean most on {summary['perfect_separation']['leading_feature']!r}), leave it "
+            "out and run again; if not, no unlabeled row resembles a labeled positive."
+        )
     if "true_alpha" in summary:
         error = summary["alpha"] - summary["true_alpha"]
         text += (

@@ -63,6 +63,22 @@ def test_columns_with_too_many_categories_are_left_out_unless_named():
         schema_from_categories(["x", "uid"], {"uid": many}, explicit=["uid"])
 
 
+def test_a_text_column_with_a_value_for_most_rows_is_taken_for_an_identifier():
+    """900 e-mail addresses among 900 rows are an identifier, whatever the cap; 60 regions
+    among 900 rows, or a handful of values in a handful of rows, are categories."""
+    emails = [f"user{i}@example.com" for i in range(900)]
+    regions = [f"r{i % 60}" for i in range(900)]
+    cats = {"email": emails, "region": regions}
+    schema, left_out = schema_from_categories(["x", "email", "region"], cats, n_rows=900)
+    assert schema.names == ["x", "region"] and left_out == ["email"]
+    with pytest.raises(ValueError, match="'email' has 900 distinct values among 900 rows"):
+        schema_from_categories(["x", "email"], cats, explicit=["email"], n_rows=900)
+    schema, left_out = schema_from_categories(["x", "email"], cats, n_rows=1800)  # half
+    assert left_out == []
+    frame = pd.DataFrame({"x": [0.1, 0.2], "name": ["a", "b"]})  # two values, two rows
+    assert frame_schema(frame)[0].categories == {"name": ["a", "b"]}
+
+
 def test_one_hot_turns_categories_into_indicators_for_the_descriptions():
     schema = FeatureSchema(["x", "c"], {"c": ["a", "b", "z"]})
     X = np.array([[0.1, 0], [0.2, 2], [0.3, 2], [0.4, np.nan]], dtype=np.float32)

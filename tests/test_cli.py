@@ -224,6 +224,11 @@ def test_headline_reads_the_summary():
     )
     summary["method_evidence"]["subtypes_may_be_unseen"] = False
     assert "MAY BE LOW" not in headline(summary)
+    summary["perfect_separation"] = {"leading_feature": "visits"}
+    assert headline(summary).endswith(
+        "; CHECK THE FEATURES: labeled and unlabeled rows are perfectly separated "
+        "(leading feature 'visits')"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -374,6 +379,12 @@ def bad_inputs(tmp_path_factory):
         ["--out", str(notes)],
         "holds files that are not a run's (todo.txt); choose a new or empty location",
     )
+    accounts = pd.DataFrame({"f0": np.arange(200.0), "label": [1] * 50 + [0] * 150})
+    cases["identifier named"] = (
+        put("emails", accounts.assign(email=[f"u{i}@example.com" for i in range(200)])),
+        ["--features", "f0", "email"],
+        "'email' has 200 distinct values among 200 rows",
+    )
     cases["folds 1"] = (put("ok", frame), ["--folds", "1"], "must be at least 2")
     cases["bin method"] = (
         put("ok2", frame),
@@ -402,7 +413,7 @@ BAD_INPUTS = [
     "files differ in columns", "files differ in types",
     "feature of no usable type", "unknown categorical column", "too many categories named",
     "feature is the label", "feature named twice", "id column is the label",
-    "list feature named", "output is the input", "output inside the input",
+    "list feature named", "identifier named", "output is the input", "output inside the input",
     "output holds other files",
     "folds 1", "bin method", "storage options", "cluster fraction",
     "one resample",
@@ -499,6 +510,30 @@ def test_features_that_cannot_separate_labels_get_a_warning(tmp_path, capsys, ca
     assert summary["alpha_identified"] is False
     assert "hardly tells labeled positives from unlabeled rows" in caplog.text
     assert "Alpha is not identified" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_a_feature_that_records_the_label_is_named(tmp_path, capsys, caplog):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(1200, 3)), columns=["f0", "f1", "f2"])
+    frame["label"] = (frame["f0"] + rng.normal(size=1200) > 1).astype(int)
+    frame["coded"] = frame["label"] * 3.0  # filled in once a row is labeled
+    frame.to_parquet(tmp_path / "leak.parquet", index=False)
+    args = ["run", "--input", str(tmp_path / "leak.parquet"), "--method", "pulscar",
+            "--out", str(tmp_path / "out"), "--n-workers", "1"]  # fmt: skip
+    with caplog.at_level("WARNING"):
+        status, summary, err = run_cli(args, capsys)
+    assert status == 0, err
+    assert min(summary["pu_auc"]) >= 0.999
+    assert summary["perfect_separation"] == {"leading_feature": "coded"}
+    assert "perfectly separated" in caplog.text and "lean most on 'coded'" in caplog.text
+    assert "CHECK THE FEATURES" in err.strip().splitlines()[-1]
+    assert "lean most on &#x27;coded&#x27;" in (tmp_path / "out" / "report.html").read_text()
+    # without it the same rows are told apart only as far as f0 allows: no warning
+    frame.drop(columns="coded").to_parquet(tmp_path / "plain.parquet", index=False)
+    args[2], args[6] = str(tmp_path / "plain.parquet"), str(tmp_path / "plain")
+    status, summary, err = run_cli(args, capsys)
+    assert status == 0, err
+    assert "perfect_separation" not in summary and "CHECK THE FEATURES" not in err
 
 
 def test_finished_run_is_not_overwritten_without_the_flag(data, tmp_path, capsys):

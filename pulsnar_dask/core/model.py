@@ -63,6 +63,13 @@ class Component:
             self._boosters = [xgb.Booster(model_file=bytearray(m)) for m in self.models]
         return self._boosters
 
+    def leading_feature(self) -> str:
+        """The feature the first fold model gains most from (XGBoost ``gain``)."""
+        from pulsnar_dask.core.scoring import gain_vector
+
+        gain = gain_vector(self.boosters()[0], len(self.features))
+        return self.features[int(np.argmax(gain))]
+
     def probability(self, X: np.ndarray) -> np.ndarray:
         """Mean of the fold models' probabilities (float64) for float32 rows of
         ``features``."""

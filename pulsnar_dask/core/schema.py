@@ -24,6 +24,22 @@ ONE_HOT_LEVELS = 10
 # such columns are usually identifiers or free text, and a category each row has alone
 # tells the models nothing.
 MAX_CATEGORIES = 1000
+# Nor is one with distinct values for more than this share of the rows (900 e-mail
+# addresses among 900 rows), once it has more than IDENTIFIER_MIN_VALUES of them.
+IDENTIFIER_SHARE = 0.5
+IDENTIFIER_MIN_VALUES = 50
+
+
+def too_many_categories(n_values: int, n_rows: int | None) -> bool:
+    """Whether a column with ``n_values`` distinct values among ``n_rows`` rows is more
+    likely an identifier or free text than a categorical feature."""
+    if n_values > MAX_CATEGORIES:
+        return True
+    return (
+        n_rows is not None
+        and n_values > IDENTIFIER_MIN_VALUES
+        and n_values > IDENTIFIER_SHARE * n_rows
+    )
 
 
 def is_numeric(dtype: Any) -> bool:
@@ -195,10 +211,13 @@ def categorical_columns(
 
 
 def schema_from_categories(
-    names: Sequence[str], categories: dict[str, list[Any]], explicit: Sequence[str] = ()
+    names: Sequence[str],
+    categories: dict[str, list[Any]],
+    explicit: Sequence[str] = (),
+    n_rows: int | None = None,
 ) -> tuple[FeatureSchema, list[str]]:
     """A schema from each categorical column's distinct values, leaving out columns with
-    more than :data:`MAX_CATEGORIES` of them.
+    too many of them (:func:`too_many_categories`).
 
     Parameters
     ----------
@@ -209,6 +228,8 @@ def schema_from_categories(
     explicit : sequence of str
         Columns the user named as features or categorical: too many categories is an
         error for them, not a reason to leave them out.
+    n_rows : int or None
+        Rows of the table (``None``: only :data:`MAX_CATEGORIES` applies).
 
     Returns
     -------
@@ -224,11 +245,17 @@ def schema_from_categories(
     for name in names:
         if name in categories:
             values = sorted_categories(categories[name])
-            if len(values) > MAX_CATEGORIES:
-                if name in explicit:
+            if too_many_categories(len(values), n_rows):
+                if name in explicit and len(values) > MAX_CATEGORIES:
                     raise ValueError(
                         f"categorical feature '{name}' has more than {MAX_CATEGORIES} distinct "
                         "values, the most a categorical feature may have"
+                    )
+                if name in explicit:
+                    raise ValueError(
+                        f"categorical feature '{name}' has {len(values)} distinct values "
+                        f"among {n_rows} rows: a category most rows have alone tells the "
+                        "models nothing (an identifier or free text?)"
                     )
                 left_out.append(name)
                 continue
@@ -276,4 +303,4 @@ def frame_schema(
     columns = categorical_columns(X.dtypes, names, declared)
     table = distinct_part(X, columns, MAX_CATEGORIES + 1)
     distinct = {c: table["value"][table["column"] == c].tolist() for c in columns}
-    return schema_from_categories(names, distinct, [*declared, *explicit])
+    return schema_from_categories(names, distinct, [*declared, *explicit], len(X))

@@ -274,22 +274,26 @@ class DaskExecutor:
         out with a warning, or refused when the user named them."""
         puf = self.puf
         distinct: dict[str, list] = {}
+        n_rows = None
         if puf.categorical:
             meta = distinct_part(puf.frame._meta, puf.categorical, 0)
             with EXPRESSIONS:
                 parts = puf.frame[puf.categorical].map_partitions(
                     distinct_part, puf.categorical, MAX_CATEGORIES + 1, meta=meta
                 )
-            table = self._get(parts)
+                lengths = puf.frame[puf.categorical[:1]].map_partitions(len).sum()
+                futures = self.client.compute([parts, lengths])
+            table, n_rows = (f.result() for f in futures)
             distinct = {c: table["value"][table["column"] == c].tolist() for c in puf.categorical}
         try:
-            schema, left_out = schema_from_categories(puf.features, distinct, puf.explicit)
+            schema, left_out = schema_from_categories(puf.features, distinct, puf.explicit, n_rows)
         except ValueError as exc:
             raise PUError(str(exc)) from None
         if left_out:
             logger.warning(
-                "leaving out categorical column(s) with more than %d distinct values "
-                "(identifiers or free text?): %s; name them with --features to be told why",
+                "leaving out categorical column(s) with more than %d distinct values, or "
+                "one for most rows (identifiers or free text?): %s; name them with "
+                "--features to be told why",
                 MAX_CATEGORIES,
                 ", ".join(left_out),
             )

@@ -16,6 +16,8 @@ from pulsnar_dask.core.subtypes import Clustering
 
 # Below this labeled-vs-unlabeled AUC the run warns that alpha is poorly identified.
 WEAK_PU_AUC = 0.6
+# At or above it in every subproblem, the run warns that a feature may record the label.
+PERFECT_PU_AUC = 0.999
 INTERVAL_METHOD = (
     "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
     "configured reader), under PULSNAR and PULSCAR where both were computed"
@@ -60,6 +62,10 @@ class JobResult:
     repeated_rows : int
         Rows whose features repeat another row's (each copy shares its fold with the
         first: :class:`~pulsnar_dask.core.folds.FoldAliases`).
+    leading_feature : str or None
+        The feature the first subproblem's first fold model gains most from, where
+        every subproblem's out-of-fold AUC reaches ``PERFECT_PU_AUC`` (labeled and
+        unlabeled rows perfectly separated: it may record the label); else ``None``.
     method_evidence : dict or None
         With ``method="auto"``: why ``method`` was chosen (:func:`choose_method`).
     clustering : Clustering or None
@@ -106,6 +112,7 @@ class JobResult:
     metrics: dict[str, dict[str, float]] | None
     engine: str
     repeated_rows: int = 0
+    leading_feature: str | None = None
     method_evidence: dict[str, Any] | None = None
     clustering: Clustering | None = None
     profiles: list[list[dict[str, Any]]] | None = None
@@ -162,6 +169,8 @@ class JobResult:
         if self.method_evidence is not None:
             out["method_requested"] = "auto"
             out["method_evidence"] = self.method_evidence
+        if self.leading_feature is not None:
+            out["perfect_separation"] = {"leading_feature": self.leading_feature}
         if self.alpha_interval is not None:
             out["alpha_interval"] = [self.alpha_interval.low, self.alpha_interval.high]
             out["interval_method"] = INTERVAL_METHOD
@@ -195,7 +204,8 @@ def headline(summary: dict[str, Any]) -> str:
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
         (PULSNAR, 5 clusters)``, with the 95% interval (``alpha_interval``, else the
         iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
-        identified or may be read low (one cluster found on part of the features).
+        identified, when a feature may record the label (perfect separation), or when
+        alpha may be read low (one cluster found on part of the features).
     """
     n_unlabeled = summary["n_unlabeled"]
     text = (
@@ -219,6 +229,11 @@ def headline(summary: dict[str, Any]) -> str:
     if not summary["alpha_identified"]:
         text += (
             "; NOT IDENTIFIED: the classifier hardly tells labeled positives from unlabeled rows"
+        )
+    elif "perfect_separation" in summary:
+        text += (
+            "; CHECK THE FEATURES: labeled and unlabeled rows are perfectly separated "
+            f"(leading feature {summary['perfect_separation']['leading_feature']!r})"
         )
     elif (summary.get("method_evidence") or {}).get("subtypes_may_be_unseen"):
         text += "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"

@@ -48,7 +48,7 @@ from pulsnar_dask.core.subtypes import (
     subtype_profiles,
 )
 from pulsnar_dask.errors import PUError
-from pulsnar_dask.pipeline.result import WEAK_PU_AUC, JobResult
+from pulsnar_dask.pipeline.result import PERFECT_PU_AUC, WEAK_PU_AUC, JobResult
 
 logger = logging.getLogger(__name__)
 
@@ -401,6 +401,17 @@ def run_pipeline(
                 i + 1,
                 r.pu_auc,
             )
+    leading_feature = None
+    if all(r.pu_auc >= PERFECT_PU_AUC for r in per_iteration[0]) and per_iteration[0][0].models:
+        top = per_iteration[0][0]
+        leading_feature = Component(list(top.features), list(top.models)).leading_feature()
+        logger.warning(
+            "labeled positives and unlabeled rows are perfectly separated (out-of-fold AUC "
+            "%.4f): if a feature records the label (the models lean most on %r), leave it "
+            "out; otherwise no unlabeled row resembles a labeled positive",
+            min(r.pu_auc for r in per_iteration[0]),
+            leading_feature,
+        )
     readings = [subproblems_alpha(it, config.claim_overlap) for it in per_iteration]
     alphas = [a for a, _ in readings]
     cluster_groups = None
@@ -513,6 +524,7 @@ def run_pipeline(
         metrics=metrics,
         engine=executor.engine,
         repeated_rows=len(executor.aliases),
+        leading_feature=leading_feature,
         seconds=time.perf_counter() - start,
         timings=timings,
         model=model,
