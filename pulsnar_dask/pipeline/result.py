@@ -17,7 +17,7 @@ from pulsnar_dask.core.subtypes import Clustering
 # Below this labeled-vs-unlabeled AUC the run warns that alpha is poorly identified.
 WEAK_PU_AUC = 0.6
 # At or above it in every subproblem, the run warns that a feature may record the label.
-PERFECT_PU_AUC = 0.999
+PERFECT_PU_AUC = 0.9999
 INTERVAL_METHOD = (
     "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
     "configured reader), under PULSNAR and PULSCAR where both were computed"
