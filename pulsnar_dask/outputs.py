@@ -30,16 +30,17 @@ SUMMARY = "summary.json"
 PREDICTIONS = "predictions"
 STAGING_PREFIX = "_staging-"
 PROBE_PREFIX = ".write-check-"
+# The report and its plots (pulsnar_dask.report.CAPTIONS names the same plots).
+REPORT_FILES = ("report.html", "densities.png", "objective.png", "bic.png", "calibration.png")
 
 
 def is_run_entry(name: str) -> bool:
-    """Whether a file or folder name is one a run writes (or leaves while writing)."""
+    """Whether a file or folder name is one a run writes (or leaves while writing): only
+    those are ever replaced or removed at an output location."""
     from pulsnar_dask.io import MODEL_DIR
 
-    return (
-        name in (SUMMARY, PREDICTIONS, MODEL_DIR, "report.html")
-        or name.endswith(".png")
-        or name.startswith((STAGING_PREFIX, PROBE_PREFIX))
+    return name in (SUMMARY, PREDICTIONS, MODEL_DIR, *REPORT_FILES) or name.startswith(
+        (STAGING_PREFIX, PROBE_PREFIX)
     )
 
 

@@ -49,12 +49,20 @@ def test_commit_replaces_every_file_of_the_older_run(tmp_path):
     assert json.loads((run / "summary.json").read_text()) == {"alpha": 0.3}
 
 
-def test_a_location_with_other_files_is_refused_and_kept(tmp_path):
+@pytest.mark.parametrize("name", ["notes.txt", "holiday.png"])
+def test_a_location_with_other_files_is_refused_and_kept(tmp_path, name):
     (tmp_path / "mine").mkdir()
-    (tmp_path / "mine" / "notes.txt").write_text("keep")
-    with pytest.raises(PUError, match=r"holds files that are not a run's \(notes.txt\)"):
+    (tmp_path / "mine" / name).write_text("keep")
+    with pytest.raises(PUError, match=rf"holds files that are not a run's \({name}\)"):
         RunOutput(str(tmp_path / "mine"), overwrite=True).prepare()
-    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+    assert (tmp_path / "mine" / name).read_text() == "keep"
+
+
+def test_the_report_files_are_the_ones_a_location_may_replace():
+    from pulsnar_dask.outputs import REPORT_FILES
+    from pulsnar_dask.report import CAPTIONS
+
+    assert set(REPORT_FILES) == {"report.html", *CAPTIONS}
 
 
 @pytest.mark.parametrize("out", ["data", "data/runs/one", "."])
