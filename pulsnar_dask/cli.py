@@ -324,6 +324,7 @@ def _run(args: argparse.Namespace) -> dict:
             summary = result.summary()
             logger.info("writing the predictions, the report and the summary to %s", args.out)
             summary["input"] = args.input
+            summary["left_out_columns"] = puf.left_out(result.model.schema.names)
             with _writing(args.out):
                 summary["predictions"] = output.write_predictions(
                     client, puf.frame, puf.id, puf.label, table

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +65,8 @@ class PUFrame:
         The features taken as categorical.
     explicit : list of str
         Features the user named (as features or categorical).
+    skipped : dict
+        Columns left out for their type (name -> type), without being named.
     """
 
     frame: dd.DataFrame
@@ -74,6 +76,17 @@ class PUFrame:
     true_label: str | None
     categorical: list[str] = field(default_factory=list)
     explicit: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def left_out(self, features: Sequence[str]) -> dict[str, str]:
+        """The input's columns that are not among ``features`` (the run's final ones), and
+        why, as the log warned: ``name -> reason``. The label, id and true-label columns
+        are not listed."""
+        left_out = {c: f"a type no model can use ({kind})" for c, kind in self.skipped.items()}
+        for name in self.features:
+            if name not in features:
+                left_out[name] = "an identifier or free text (too many distinct values)"
+        return left_out
 
 
 def with_row_ids(frame: dd.DataFrame, id_col: str, client: Any = None) -> dd.DataFrame:
@@ -360,13 +373,14 @@ def read_pu_parquet(
         dtype = frame.dtypes[column]
         return column not in nested and (is_numeric(dtype) or is_categorical(dtype))
 
+    skipped: dict[str, str] = {}
     if features is None:
         features = [c for c in columns if c not in reserved and usable(c)]
-        skipped = [c for c in columns if c not in reserved and c not in features]
+        skipped = {c: type_of(c) for c in columns if c not in reserved and c not in features}
         if skipped:
             logger.warning(
                 "skipping column(s) of a type no model can use: %s",
-                ", ".join(f"{c} ({type_of(c)})" for c in skipped),
+                ", ".join(f"{c} ({kind})" for c, kind in skipped.items()),
             )
     else:
         missing = [c for c in features if c not in columns]
@@ -397,7 +411,9 @@ def read_pu_parquet(
     keep = [*features, label_col] + ([true_label_col] if true_label_col else [])
     frame = _with_ids(frame, keep, id_col)
     explicit = sorted(set(declared) | (set(features) if named else set()))
-    return PUFrame(frame, list(features), label_col, id_col, true_label_col, categorical, explicit)
+    return PUFrame(
+        frame, list(features), label_col, id_col, true_label_col, categorical, explicit, skipped
+    )
 
 
 def write_pu_parquet(chunks: Iterable[PUData], out: Path) -> tuple[int, float]:

@@ -363,6 +363,13 @@ def _settings(summary: dict[str, Any]) -> str:
         rows.append(
             ("categorical features", html.escape(", ".join(summary["categorical_features"])))
         )
+    if summary.get("left_out_columns"):
+        rows.append(
+            (
+                "columns left out",
+                html.escape("; ".join(f"{k}: {v}" for k, v in summary["left_out_columns"].items())),
+            )
+        )
     if "model" in summary:
         rows.append(
             (

@@ -512,6 +512,28 @@ def test_features_that_cannot_separate_labels_get_a_warning(tmp_path, capsys, ca
     assert "Alpha is not identified" in (tmp_path / "out" / "report.html").read_text()
 
 
+def test_the_columns_left_out_are_in_the_summary_and_the_report(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"f0": rng.normal(size=400), "f1": rng.normal(size=400)})
+    frame["label"] = (frame["f0"] + rng.normal(size=400) > 0.5).astype(int)
+    frame["email"] = [f"user{i}@example.com" for i in range(400)]  # one per row
+    frame["seen"] = pd.Timestamp("2026-01-01")
+    frame.to_parquet(tmp_path / "accounts.parquet", index=False)
+    status, summary, err = run_cli(
+        ["run", "--input", str(tmp_path / "accounts.parquet"), "--method", "pulscar",
+         "--out", str(tmp_path / "out"), "--n-workers", "1"],
+        capsys,
+    )  # fmt: skip
+    assert status == 0, err
+    left_out = summary["left_out_columns"]
+    assert sorted(left_out) == ["email", "seen"]
+    assert left_out["seen"].startswith("a type no model can use (datetime64[")
+    assert left_out["email"] == "an identifier or free text (too many distinct values)"
+    assert summary["settings"]["n_features"] == 2
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert "columns left out</th><td>seen: a type no model can use" in report
+
+
 def test_a_feature_that_records_the_label_is_named(tmp_path, capsys, caplog):
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(rng.normal(size=(1200, 3)), columns=["f0", "f1", "f2"])
