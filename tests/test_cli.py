@@ -588,6 +588,42 @@ def test_finished_run_is_not_overwritten_without_the_flag(data, tmp_path, capsys
     assert sorted(p.name for p in out.iterdir()) == sorted(finished)  # no staging left
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE as on Linux")
+def test_a_full_disk_ends_in_one_line_and_keeps_the_finished_run(tmp_path, capsys):
+    """Writes past a file-size limit fail as on a full disk (EFBIG instead of ENOSPC): the
+    model's files are larger than the limit. (Tables large enough for the workers'
+    shuffle to spill to disk fail there first, and Dask's worker logs that error.)"""
+    import resource
+    import signal
+
+    from pulsnar_dask import make_pu_data
+    from pulsnar_dask.io import write_pu_parquet
+
+    data = tmp_path / "small.parquet"
+    write_pu_parquet(make_pu_data("scar", 300, 1200, 5, 0.25, random_state=1).split(2), data)
+    out = tmp_path / "run"
+    args = ["run", "--input", str(data), "--method", "pulscar", "--out", str(out),
+            "--n-workers", "1", "--quiet"]  # fmt: skip
+    assert run_cli(args, capsys)[0] == 0
+    finished = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+
+    for target, extra in ((tmp_path / "new", []), (out, ["--overwrite"])):
+        proc = subprocess.run(
+            [sys.executable, "-m", "pulsnar_dask", *args[:6], str(target), *args[7:], *extra],
+            preexec_fn=small_files, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last == f"error: cannot write the outputs to {target}: File too large"
+        assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "new").exists()
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == finished
+
+
 def test_unreachable_scheduler_fails_in_bounded_time(data, tmp_path, capsys):
     out = tmp_path / "unreachable"
     status, _, err = run_cli(
