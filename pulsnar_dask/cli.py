@@ -394,13 +394,15 @@ def _score(args: argparse.Namespace) -> dict:
 
 @contextlib.contextmanager
 def _writing(out: str):
-    """Storage errors while writing the outputs (a full disk, a lost permission) end in
+    """Storage errors while writing the outputs (a full disk, a lost permission: an
+    ``OSError`` with an error number; a lost connection to the cluster has none) end in
     one line; the staged files are discarded by the caller."""
     try:
         yield
     except OSError as exc:
-        reason = exc.strerror or str(exc) or type(exc).__name__
-        raise PUError(f"cannot write the outputs to {out}: {reason}") from None
+        if exc.errno is None:
+            raise
+        raise PUError(f"cannot write the outputs to {out}: {exc.strerror or exc}") from None
 
 
 def _demo(args: argparse.Namespace) -> dict:
@@ -449,6 +451,12 @@ def _names_a_cluster(args: argparse.Namespace) -> bool:
 
 
 def _terminate(signum: int, frame) -> None:
+    """SIGINT and SIGTERM: stop. Dask's own loggers go quiet first, so that the cluster's
+    shutdown (tasks cancelled under it) adds no tracebacks to the one line (no import
+    here: the signal may arrive in the middle of one)."""
+    for name in list(logging.root.manager.loggerDict):
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     raise KeyboardInterrupt(f"signal {signum}")
 
 
@@ -463,6 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
     try:
         args = build_parser().parse_args(argv)
         if args.command in ("run", "score", "demo") and not _names_a_cluster(args):

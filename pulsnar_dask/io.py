@@ -110,7 +110,7 @@ def _data_files(fs: Any, path: str) -> list[str]:
     return sorted(
         f
         for f in fs.find(path)
-        if f.endswith(".parquet") and not Path(f).name.startswith((".", "_"))
+        if f.endswith((".parquet", ".parq", ".pq")) and not Path(f).name.startswith((".", "_"))
     )
 
 

@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 SUMMARY = "summary.json"
 PREDICTIONS = "predictions"
 STAGING_PREFIX = "_staging-"
+PREVIOUS_PREFIX = "_previous-"  # an older run's files, set aside while a run commits
 PROBE_PREFIX = ".write-check-"
 # The report and its plots (pulsnar_dask.report.CAPTIONS names the same plots).
 REPORT_FILES = ("report.html", "densities.png", "objective.png", "bic.png", "calibration.png")
@@ -40,7 +41,7 @@ def is_run_entry(name: str) -> bool:
     from pulsnar_dask.io import MODEL_DIR
 
     return name in (SUMMARY, PREDICTIONS, MODEL_DIR, *REPORT_FILES) or name.startswith(
-        (STAGING_PREFIX, PROBE_PREFIX)
+        (STAGING_PREFIX, PREVIOUS_PREFIX, PROBE_PREFIX)
     )
 
 
@@ -74,11 +75,13 @@ class RunOutput:
         return path if protocol in ("file", "local") else f"{protocol}://{path}"
 
     def _entries(self) -> list[str]:
-        """Names directly under the location (none when it does not exist)."""
+        """Names directly under the location (none when it does not exist; an object
+        store's marker of the folder itself is not one)."""
         self.fs.invalidate_cache()
         if not self.fs.exists(self.path) or not self.fs.isdir(self.path):
             return []
-        return [p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self.path, detail=False)]
+        paths = (p.rstrip("/") for p in self.fs.ls(self.path, detail=False))
+        return [p.rsplit("/", 1)[-1] for p in paths if p != self.path]
 
     def check_apart_from(self, url: str, role: str = "input") -> None:
         """Refuse an output location that is, holds or lies inside ``url`` (the input, or
@@ -118,7 +121,8 @@ class RunOutput:
                 f"{self.url} already holds a finished run ({SUMMARY}); "
                 "pass --overwrite to replace it"
             )
-        foreign = sorted(name for name in entries if not is_run_entry(name))
+        # hidden files (a file browser's .DS_Store) are neither a run's nor in the way
+        foreign = sorted(n for n in entries if not is_run_entry(n) and not n.startswith("."))
         if foreign:
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise PUError(
@@ -215,25 +219,49 @@ class RunOutput:
         self.write_bytes(SUMMARY, json.dumps(summary, sort_keys=True).encode())
 
     def commit(self) -> None:
-        """Move the staged run into place: the old summary goes first, then every entry
-        of an older run, then the new files, ``summary.json`` last.
+        """Move the staged run into place: an older run's files are set aside (its
+        summary first), the new files moved in (``summary.json`` last), and the older
+        files removed. If a move fails or is interrupted, the new files that were placed
+        are removed and the older run is put back (its summary last).
 
         A local folder moves with one rename; object stores have no folders and move
         object by object.
         """
         self.fs.invalidate_cache()
         staged = {p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self.staging, detail=False)}
-        final = f"{self.path}/{SUMMARY}"
-        if self.fs.exists(final):
-            self.fs.rm(final)
-        for name in self._entries():
-            if is_run_entry(name) and not name.startswith((STAGING_PREFIX, PROBE_PREFIX)):
-                self.fs.rm(f"{self.path}/{name}", recursive=True)
-        for name in sorted(staged - {SUMMARY}) + [SUMMARY] * (SUMMARY in staged):
-            self._move(f"{self.staging}/{name}", f"{self.path}/{name}")
+        aside = f"{self.path}/{PREVIOUS_PREFIX}{self.staging.rsplit(STAGING_PREFIX, 1)[-1]}"
+        transient = (STAGING_PREFIX, PREVIOUS_PREFIX, PROBE_PREFIX)
+        older = [n for n in self._entries() if is_run_entry(n) and not n.startswith(transient)]
+        older = sorted(older, key=lambda n: n != SUMMARY)  # the summary first
+        moved: list[str] = []
+        placed: list[str] = []
+        try:
+            for name in older:
+                self._move(f"{self.path}/{name}", f"{aside}/{name}")
+                moved.append(name)
+            for name in sorted(staged - {SUMMARY}) + [SUMMARY] * (SUMMARY in staged):
+                self._move(f"{self.staging}/{name}", f"{self.path}/{name}")
+                placed.append(name)
+        except BaseException:
+            try:
+                for name in placed:
+                    self.fs.rm(f"{self.path}/{name}", recursive=True)
+                for name in sorted(moved, key=lambda n: n == SUMMARY):  # the summary last
+                    self._move(f"{aside}/{name}", f"{self.path}/{name}")
+            except Exception:
+                logger.error("could not put the older run back; its files are in %s", aside)
+                raise
+            self._remove(aside)
+            raise
+        self._remove(aside)
+
+    def _remove(self, path: str) -> None:
+        if self.fs.exists(path):
+            self.fs.rm(path, recursive=True)
 
     def _move(self, source: str, target: str) -> None:
         if isinstance(self.fs, LocalFileSystem):
+            self.fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
             self.fs.mv(source, target, recursive=True)  # one rename
         elif self.fs.isdir(source):
             for item in self.fs.find(source):

@@ -494,6 +494,11 @@ def test_text_columns_are_categorical_and_others_skipped_with_a_warning(tmp_path
     ) in caplog.text
     puf = read_pu_parquet(str(tmp_path / "mixed.parquet"), categorical=["code"])
     assert puf.categorical == ["name", "code"]
+    # a dataset whose files end in .pq, as Dask reads them too
+    (tmp_path / "pq").mkdir()
+    for i in range(2):
+        frame.to_parquet(tmp_path / "pq" / f"part-{i}.pq", index=False)
+    assert read_pu_parquet(str(tmp_path / "pq")).features == ["f0", "name", "code"]
 
 
 def test_features_that_cannot_separate_labels_get_a_warning(tmp_path, capsys, caplog):

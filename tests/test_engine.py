@@ -145,9 +145,9 @@ def test_estimators_take_dask_collections_and_a_client(client, data):
 
 
 def test_repeated_rows_share_a_fold_on_every_path(client, tmp_path):
-    """A table with every row three times reads the alpha of the table once: copies
-    share a fold (in a training fold, a copy would give the held-out row's label away:
-    0.015 for 0.23 before), and the paths agree on which rows those are."""
+    """A table with every row three times reads about the alpha of the table once:
+    copies share a fold (in a training fold, a copy would give the held-out row's label
+    away: 0.016 for 0.25 before), and the paths agree on which rows those are."""
     from pulsnar_dask import PULSCAR
 
     d = make_pu_data("scar", 300, 1200, 5, 0.25, class_sep=1.5, random_state=4)
@@ -162,6 +162,6 @@ def test_repeated_rows_share_a_fold_on_every_path(client, tmp_path):
     puf = read_pu_parquet(str(tmp_path / "tripled.parquet"))
     task = run_job(client, puf, method="pulscar", seed=0, engine="task")
     assert task.alpha == pytest.approx(est.alpha_, abs=1e-12)
-    assert task.summary()["repeated_rows"] == 2 * len(frame)
+    assert task.summary()["copied_rows"] == 2 * len(frame)
     dask = run_job(client, puf, method="pulscar", seed=0, engine="dask")
     assert dask.alpha == pytest.approx(est.alpha_, abs=0.04)

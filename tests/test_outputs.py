@@ -71,3 +71,37 @@ def test_output_and_input_must_not_overlap(tmp_path, out):
     with pytest.raises(PUError, match="overlap; the outputs need a location of their own"):
         RunOutput(str(tmp_path / out)).check_apart_from(str(tmp_path / "data"))
     RunOutput(str(tmp_path / "elsewhere")).check_apart_from(str(tmp_path / "data"))
+
+
+def test_a_commit_that_fails_midway_puts_the_older_run_back(tmp_path, monkeypatch):
+    _finished_run(tmp_path / "run")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+    out = RunOutput(str(tmp_path / "run"), overwrite=True)
+    out.prepare()
+    for name in ("report.html", "densities.png"):
+        out.write_bytes(name, b"new")
+    out.write_summary({"alpha": 0.3})
+    move, calls = out._move, []
+
+    def failing_move(source, target):
+        calls.append(target)
+        if len(calls) == 5:  # three old entries aside, one new one placed, then the disk
+            raise OSError(28, "No space left on device")
+        move(source, target)
+
+    monkeypatch.setattr(out, "_move", failing_move)
+    with pytest.raises(OSError, match="No space left"):
+        out.commit()
+    out.discard_staging()
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()} == before
+
+
+def test_hidden_files_and_an_object_stores_folder_marker_are_not_in_the_way(tmp_path):
+    _finished_run(tmp_path / "run")
+    (tmp_path / "run" / ".DS_Store").write_bytes(b"finder")
+    out = RunOutput(str(tmp_path / "run"), overwrite=True)
+    out.prepare()
+    out.write_summary({"alpha": 0.3})
+    out.commit()
+    out.discard_staging()
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".DS_Store", "summary.json"]

@@ -4,11 +4,8 @@ A row's fold depends only on its id, its label, the seed and the set of rows of 
 never on row order, partitioning or the number of workers: within each label the rows are
 ordered by a 64-bit hash of (id, seed) and dealt to folds in turn.
 
-Rows whose features repeat another row's are dealt under that row's id
-(:class:`FoldAliases`), so copies share a fold: a copy in the training folds would
-otherwise teach the model the held-out row's own label, and the out-of-fold
-probabilities of repeated unlabeled rows would read as negatives (a table tripled read
-alpha 0.015 for 0.23).
+Copies (rows whose features are identical where that cannot be chance) share one fold,
+whatever their labels (:class:`FoldAliases`).
 """
 
 from __future__ import annotations
@@ -67,11 +64,13 @@ def folds_from_hashes(
     sorted_hashes: dict[int, np.ndarray],
     n_folds: int,
     seed: int,
+    aliases: FoldAliases | None = None,
 ) -> np.ndarray:
     """Return the folds of some rows, given every row's sorted hashes per label.
 
     A row's fold is its rank among the hashes of its label, modulo ``n_folds``
-    (:func:`row_hash`: integer ids never tie).
+    (:func:`row_hash`: integer ids never tie); a row in one of ``aliases``' groups of
+    copies takes its group's fold instead (:meth:`FoldAliases.share_folds`).
 
     Returns
     -------
@@ -83,11 +82,18 @@ def folds_from_hashes(
     for value, ordered in sorted_hashes.items():
         members = labels == value
         folds[members] = np.searchsorted(ordered, hashes[members]) % n_folds
-    return folds
+    return folds if aliases is None else aliases.share_folds(row_ids, folds, n_folds, seed)
 
 
-def assign_folds(row_ids: np.ndarray, labels: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
-    """Return each row's fold in ``0..n_folds-1``, stratified by label.
+def assign_folds(
+    row_ids: np.ndarray,
+    labels: np.ndarray,
+    n_folds: int,
+    seed: int,
+    aliases: FoldAliases | None = None,
+) -> np.ndarray:
+    """Return each row's fold in ``0..n_folds-1``, stratified by label (copies: their
+    group's fold, :meth:`FoldAliases.share_folds`).
 
     Parameters
     ----------
@@ -99,6 +105,8 @@ def assign_folds(row_ids: np.ndarray, labels: np.ndarray, n_folds: int, seed: in
         Number of folds (>= 2).
     seed : int
         Seed; a different seed gives a different split.
+    aliases : FoldAliases or None
+        Groups of copies, each kept in one fold.
 
     Returns
     -------
@@ -107,7 +115,7 @@ def assign_folds(row_ids: np.ndarray, labels: np.ndarray, n_folds: int, seed: in
     if n_folds < 2:
         raise ValueError(f"n_folds must be at least 2, got {n_folds}")
     return folds_from_hashes(
-        row_ids, labels, sorted_label_hashes(row_ids, labels, seed), n_folds, seed
+        row_ids, labels, sorted_label_hashes(row_ids, labels, seed), n_folds, seed, aliases
     )
 
 
@@ -123,47 +131,82 @@ def content_hashes(X: np.ndarray) -> np.ndarray:
     return pd.util.hash_pandas_object(values, index=False).to_numpy()
 
 
+# Identical rows are taken for copies only where fewer than this many pairs of rows would
+# be identical by chance (a birthday bound over the features' distinct values).
+CHANCE_PAIRS = 0.01
+
+
+def identical_by_chance(n_rows: int, distinct_per_feature: np.ndarray) -> bool:
+    """Whether ``n_rows`` rows may well share their features by chance: the expected
+    number of identical pairs, ``n^2 / (2 M)`` with ``M`` the product of the features'
+    distinct value counts (independent features: the most combinations there can be), is
+    at least :data:`CHANCE_PAIRS`. Tables of a few discrete features (``M`` small) hold
+    many identical rows that are different records; tables with a continuous feature do
+    not, and there identical rows are copies."""
+    log_space = float(np.sum(np.log(np.maximum(np.asarray(distinct_per_feature), 1))))
+    return 2 * np.log(max(n_rows, 1)) - np.log(2) - log_space >= np.log(CHANCE_PAIRS)
+
+
 @dataclass(frozen=True)
 class FoldAliases:
-    """Rows dealt to folds under another row's id: each row whose features repeat an
-    earlier row's (by id order) takes the id of the first of them.
+    """Groups of copies: rows whose features are identical where that cannot be chance
+    (:func:`identical_by_chance`). Every row of a group takes one fold, drawn from the
+    group's first id (by id order), whatever its label (:meth:`share_folds`): a copy in a
+    training fold would give a held-out row's label away (copies of unlabeled rows in
+    different folds read them as negatives: a table with every row three times read alpha
+    0.016 for 0.25), and a copy with the other label would teach the model the opposite.
 
     Attributes
     ----------
     ids : ndarray
-        The repeating rows' ids.
-    targets : ndarray
-        The id each is dealt under.
+        The ids of every row in a group of copies, the first included.
+    keys : ndarray
+        The first id of each one's group.
     """
 
     ids: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.int64))
-    targets: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.int64))
+    keys: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.int64))
 
     @classmethod
-    def of_rows(cls, row_ids: np.ndarray, hashes: np.ndarray) -> FoldAliases:
-        """The aliases of rows given by ascending ``row_ids`` and their
-        :func:`content_hashes`."""
+    def of_rows(
+        cls, row_ids: np.ndarray, hashes: np.ndarray, distinct_per_feature: np.ndarray
+    ) -> FoldAliases:
+        """The groups of copies among rows given by ascending ``row_ids``, their
+        :func:`content_hashes` and each feature's number of distinct values (a lower
+        bound will do); none where identical rows may be chance."""
         row_ids = np.asarray(row_ids)
-        _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-        targets = row_ids[first[inverse.ravel()]]
-        repeating = np.flatnonzero(first[inverse.ravel()] != np.arange(row_ids.size))
-        return cls(row_ids[repeating], targets[repeating])
+        if identical_by_chance(row_ids.size, distinct_per_feature):
+            return cls()
+        _, first, inverse, counts = np.unique(
+            hashes, return_index=True, return_inverse=True, return_counts=True
+        )
+        inverse = inverse.ravel()
+        members = np.flatnonzero(counts[inverse] > 1)
+        return cls(row_ids[members], row_ids[first[inverse[members]]])
 
     def __len__(self) -> int:
         return int(self.ids.size)
 
-    def apply(self, row_ids: np.ndarray) -> np.ndarray:
-        """The ids ``row_ids`` are dealt to folds under (themselves unless aliased)."""
-        row_ids = np.asarray(row_ids)
+    @property
+    def n_copies(self) -> int:
+        """Rows that copy an earlier row (the groups' first rows not counted)."""
+        return len(self) - int(pd.unique(self.keys).size) if len(self) else 0
+
+    def share_folds(
+        self, row_ids: np.ndarray, folds: np.ndarray, n_folds: int, seed: int
+    ) -> np.ndarray:
+        """``folds`` of ``row_ids``, with each group's rows in the fold its first id
+        draws (``row_hash(first id, seed) % n_folds``); other rows keep theirs."""
         if not len(self):
-            return row_ids
-        position = pd.Index(self.ids).get_indexer(row_ids)
-        aliased = position >= 0
-        if not aliased.any():
-            return row_ids
-        keys = row_ids.copy()
-        keys[aliased] = self.targets[position[aliased]]
-        return keys
+            return folds
+        position = pd.Index(self.ids).get_indexer(np.asarray(row_ids))
+        grouped = position >= 0
+        if not grouped.any():
+            return folds
+        folds = np.array(folds, copy=True)
+        drawn = row_hash(self.keys[position[grouped]], seed) % np.uint64(n_folds)
+        folds[grouped] = drawn.astype(folds.dtype)
+        return folds
 
 
 NO_ALIASES = FoldAliases()

@@ -133,7 +133,7 @@ def canonical_subproblem(
     -------
     (X, labels, row_ids, folds, trainable)
         Sorted by row id; ``labels`` as int8, ``folds`` from :func:`assign_folds` (rows
-        that repeat another row's features dealt under its id, ``aliases``),
+        copies in their group's fold, ``aliases``),
         ``trainable`` from :func:`training_subsample` (``None``: every row).
     """
     order = np.argsort(row_ids, kind="stable")
@@ -144,7 +144,7 @@ def canonical_subproblem(
         X[order],
         labels,
         row_ids,
-        assign_folds(aliases.apply(row_ids), labels, config.n_folds, seed),
+        assign_folds(row_ids, labels, config.n_folds, seed, aliases),
         training_subsample(
             row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed
         ),

@@ -126,6 +126,12 @@ def _table_part(part: pd.DataFrame, columns: list[str], features: list[str]) -> 
     return part[columns].assign(**{CONTENT: content_hashes(values)})
 
 
+def _distinct_counts(part: pd.DataFrame) -> pd.DataFrame:
+    """Each column's number of distinct values in one partition (one row; the largest over
+    the partitions is a lower bound of the table's)."""
+    return part.nunique(dropna=False).to_frame().T.astype("int64")
+
+
 def _identity(value: Any) -> Any:
     return value
 
@@ -165,7 +171,7 @@ def _predict_part(part, booster, columns, id_col):
 def _add_folds(part, id_col, label, hashes, n_folds, seed, thresholds, aliases):
     """Add each row's fold and whether it may train (the training subsample)."""
     ids, labels = part[id_col].to_numpy(), part[label].to_numpy()
-    folds = folds_from_hashes(aliases.apply(ids), labels, hashes, n_folds, seed)
+    folds = folds_from_hashes(ids, labels, hashes, n_folds, seed, aliases)
     train = (
         np.ones(len(part), dtype=bool)
         if thresholds is None
@@ -245,11 +251,12 @@ class DaskExecutor:
             self.puf = puf = replace(puf, frame=frame, features=self.schema.names)
             self.features = self.schema.names
             features = frame[puf.features]
+            counts_meta = pd.DataFrame({c: pd.Series(dtype="int64") for c in puf.features})
             unrepresentable = self.client.compute(
-                features.map_partitions(
-                    unrepresentable_counts,
-                    meta=pd.DataFrame({c: pd.Series(dtype="int64") for c in puf.features}),
-                ).sum()
+                features.map_partitions(unrepresentable_counts, meta=counts_meta).sum()
+            )
+            distinct = self.client.compute(
+                features.map_partitions(_distinct_counts, meta=counts_meta).max()
             )
             meta = frame._meta[columns].assign(**{CONTENT: np.array([], dtype=np.uint64)})
             table = self.client.compute(
@@ -261,7 +268,9 @@ class DaskExecutor:
         ids, labels = table[puf.id].to_numpy(), table[puf.label].to_numpy()
         check_labels(ids, labels, f"id column '{puf.id}'", f"label column '{puf.label}'")
         self.row_ids, self.labels = ids, labels.astype(np.int8)
-        self.aliases = FoldAliases.of_rows(ids, table[CONTENT].to_numpy())
+        self.aliases = FoldAliases.of_rows(
+            ids, table[CONTENT].to_numpy(), distinct.result().to_numpy()
+        )
         self._shared_aliases = share(self.client, self.aliases)
         workers = self.client.scheduler_info()["workers"]
         self.engine = choose_engine(workers, ids.size, len(self.features), self.requested_engine)
@@ -429,7 +438,7 @@ class DaskExecutor:
         out = []
         for r, futures in zip(requests, pending, strict=True):
             ids, labels = self._request_rows(r)
-            folds = assign_folds(self.aliases.apply(ids), labels, r.config.n_folds, r.seed)
+            folds = assign_folds(ids, labels, r.config.n_folds, r.seed, self.aliases)
             proba = np.empty(labels.size)
             models = []
             for fold in range(len(futures)):
@@ -443,7 +452,7 @@ class DaskExecutor:
         then every row scored where it lies (only ids and probabilities come back)."""
         puf, config, seed = self.puf, request.config, request.seed
         row_ids, labels = self._request_rows(request)
-        hashes = share(self.client, sorted_label_hashes(self.aliases.apply(row_ids), labels, seed))
+        hashes = share(self.client, sorted_label_hashes(row_ids, labels, seed))
         thresholds = subsample_thresholds(
             row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed
         )

@@ -73,7 +73,8 @@ class InProcessExecutor:
     def read(self) -> tuple[np.ndarray, np.ndarray, None]:
         check_labels(self.row_ids, self.y, "the row index", "y")
         self.y = self.y.astype(np.int8)
-        self.aliases = FoldAliases.of_rows(self.row_ids, content_hashes(self.X))
+        distinct = pd.DataFrame(self.X).nunique(dropna=False).to_numpy()
+        self.aliases = FoldAliases.of_rows(self.row_ids, content_hashes(self.X), distinct)
         return self.row_ids, self.y, None
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:

@@ -59,9 +59,10 @@ class JobResult:
         With classification and true labels: metrics with and without PULSNAR.
     engine : str
         ``in-process`` (arrays in this process), ``task`` or ``dask``.
-    repeated_rows : int
-        Rows whose features repeat another row's (each copy shares its fold with the
-        first: :class:`~pulsnar_dask.core.folds.FoldAliases`).
+    copied_rows : int
+        Rows that copy an earlier row's features exactly where that cannot be chance;
+        each group of copies is kept in one fold
+        (:class:`~pulsnar_dask.core.folds.FoldAliases`).
     leading_feature : str or None
         The feature the first subproblem's first fold model gains most from, where
         every subproblem's out-of-fold AUC reaches ``PERFECT_PU_AUC`` (labeled and
@@ -111,7 +112,7 @@ class JobResult:
     mixture_components: int
     metrics: dict[str, dict[str, float]] | None
     engine: str
-    repeated_rows: int = 0
+    copied_rows: int = 0
     leading_feature: str | None = None
     method_evidence: dict[str, Any] | None = None
     clustering: Clustering | None = None
@@ -161,7 +162,7 @@ class JobResult:
             "seconds": round(self.seconds, 3),
             "stage_seconds": self.timings,
             "engine": self.engine,
-            "repeated_rows": self.repeated_rows,
+            "copied_rows": self.copied_rows,
             "pu_auc": [round(r.pu_auc, 4) for r in self.subproblems],
             "alpha_identified": self.alpha_identified,
             "settings": self.settings,

@@ -280,9 +280,10 @@ def run_pipeline(
     row_ids, labels, true_labels = executor.read()
     if len(executor.aliases):
         logger.warning(
-            "%d of %d rows repeat another row's features; each copy shares its fold with "
-            "the first (a copy in the training folds would give its label away)",
-            len(executor.aliases),
+            "%d of %d rows copy another row's features exactly (not by chance: the table has "
+            "features with too many values for that); each group of copies is kept in one "
+            "fold (a copy in the training folds would give the held-out row's label away)",
+            executor.aliases.n_copies,
             row_ids.size,
         )
     try:
@@ -523,7 +524,7 @@ def run_pipeline(
         settings=run_settings,
         metrics=metrics,
         engine=executor.engine,
-        repeated_rows=len(executor.aliases),
+        copied_rows=executor.aliases.n_copies,
         leading_feature=leading_feature,
         seconds=time.perf_counter() - start,
         timings=timings,
