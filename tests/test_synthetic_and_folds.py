@@ -149,7 +149,7 @@ def test_write_pu_parquet_round_trip_and_nothing_left_on_failure(tmp_path):
 
 
 def test_copies_share_one_fold_whatever_their_labels():
-    from pulsnar_dask.core.folds import FoldAliases, content_hashes, identical_by_chance
+    from pulsnar_dask.core.folds import CopyGroups, content_hashes, identical_by_chance
 
     rng = np.random.default_rng(0)
     rows = rng.normal(size=(100, 5))  # continuous: identical rows are copies
@@ -158,15 +158,15 @@ def test_copies_share_one_fold_whatever_their_labels():
     labels = (rng.random(240) < 0.3).astype(int)  # copies with either label
     distinct = pd.DataFrame(X).nunique().to_numpy()
     assert not identical_by_chance(240, distinct)
-    aliases = FoldAliases.of_rows(ids, content_hashes(X), distinct)
-    assert len(aliases) == 240 and aliases.n_copies == 140
-    assert aliases.keys[aliases.ids.tolist().index("r150")] == "r050"
+    copies = CopyGroups.of_rows(ids, content_hashes(X), distinct)
+    assert len(copies) == 240 and copies.n_copies == 140
+    assert copies.keys[copies.ids.tolist().index("r150")] == "r050"
     plain = assign_folds(ids, labels, 5, seed=3)
-    folds = assign_folds(ids, labels, 5, seed=3, aliases=aliases)
+    folds = assign_folds(ids, labels, 5, seed=3, copies=copies)
     assert (folds[:100] == folds[100:200]).all() and (folds[:40] == folds[200:]).all()
     assert (folds != plain).any() and np.bincount(folds, minlength=5).min() > 20
     # rows with no copy keep the fold they are dealt
-    alone = FoldAliases.of_rows(ids[:120], content_hashes(X[:120]), distinct)
+    alone = CopyGroups.of_rows(ids[:120], content_hashes(X[:120]), distinct)
     assert alone.n_copies == 20
     kept = np.setdiff1d(np.arange(120), np.r_[0:20, 100:120])
     np.testing.assert_array_equal(
@@ -179,12 +179,12 @@ def test_identical_rows_of_few_discrete_features_are_not_taken_for_copies():
     """Three ternary features hold 27 distinct rows: 2,000 rows repeat them by chance, as
     different records; grouping them would hold whole cells out of training (a review
     measured alpha 0.94 for 0.26 that way)."""
-    from pulsnar_dask.core.folds import FoldAliases, content_hashes, identical_by_chance
+    from pulsnar_dask.core.folds import CopyGroups, content_hashes, identical_by_chance
 
     X = np.random.default_rng(1).integers(0, 3, size=(2000, 3)).astype(np.float32)
     distinct = pd.DataFrame(X).nunique().to_numpy()
     assert identical_by_chance(2000, distinct)
-    assert len(FoldAliases.of_rows(np.arange(2000), content_hashes(X), distinct)) == 0
+    assert len(CopyGroups.of_rows(np.arange(2000), content_hashes(X), distinct)) == 0
     # the bound: n^2 / (2 M) pairs expected by chance, against 0.01
     assert identical_by_chance(100, [100, 50])  # 10,000 / 10,000 = 1 pair
     assert not identical_by_chance(100, [1000, 1000])  # 0.005 pairs

@@ -5,7 +5,7 @@ never on row order, partitioning or the number of workers: within each label the
 ordered by a 64-bit hash of (id, seed) and dealt to folds in turn.
 
 Copies (rows whose features are identical where that cannot be chance) share one fold,
-whatever their labels (:class:`FoldAliases`).
+whatever their labels (:class:`CopyGroups`).
 """
 
 from __future__ import annotations
@@ -64,13 +64,13 @@ def folds_from_hashes(
     sorted_hashes: dict[int, np.ndarray],
     n_folds: int,
     seed: int,
-    aliases: FoldAliases | None = None,
+    copies: CopyGroups | None = None,
 ) -> np.ndarray:
     """Return the folds of some rows, given every row's sorted hashes per label.
 
     A row's fold is its rank among the hashes of its label, modulo ``n_folds``
-    (:func:`row_hash`: integer ids never tie); a row in one of ``aliases``' groups of
-    copies takes its group's fold instead (:meth:`FoldAliases.share_folds`).
+    (:func:`row_hash`: integer ids never tie); a row in one of the groups of ``copies``
+    takes its group's fold instead (:meth:`CopyGroups.share_folds`).
 
     Returns
     -------
@@ -82,7 +82,7 @@ def folds_from_hashes(
     for value, ordered in sorted_hashes.items():
         members = labels == value
         folds[members] = np.searchsorted(ordered, hashes[members]) % n_folds
-    return folds if aliases is None else aliases.share_folds(row_ids, folds, n_folds, seed)
+    return folds if copies is None else copies.share_folds(row_ids, folds, n_folds, seed)
 
 
 def assign_folds(
@@ -90,10 +90,10 @@ def assign_folds(
     labels: np.ndarray,
     n_folds: int,
     seed: int,
-    aliases: FoldAliases | None = None,
+    copies: CopyGroups | None = None,
 ) -> np.ndarray:
     """Return each row's fold in ``0..n_folds-1``, stratified by label (copies: their
-    group's fold, :meth:`FoldAliases.share_folds`).
+    group's fold, :meth:`CopyGroups.share_folds`).
 
     Parameters
     ----------
@@ -105,7 +105,7 @@ def assign_folds(
         Number of folds (>= 2).
     seed : int
         Seed; a different seed gives a different split.
-    aliases : FoldAliases or None
+    copies : CopyGroups or None
         Groups of copies, each kept in one fold.
 
     Returns
@@ -115,7 +115,7 @@ def assign_folds(
     if n_folds < 2:
         raise ValueError(f"n_folds must be at least 2, got {n_folds}")
     return folds_from_hashes(
-        row_ids, labels, sorted_label_hashes(row_ids, labels, seed), n_folds, seed, aliases
+        row_ids, labels, sorted_label_hashes(row_ids, labels, seed), n_folds, seed, copies
     )
 
 
@@ -148,7 +148,7 @@ def identical_by_chance(n_rows: int, distinct_per_feature: np.ndarray) -> bool:
 
 
 @dataclass(frozen=True)
-class FoldAliases:
+class CopyGroups:
     """Groups of copies: rows whose features are identical where that cannot be chance
     (:func:`identical_by_chance`). Every row of a group takes one fold, drawn from the
     group's first id (by id order), whatever its label (:meth:`share_folds`): a copy in a
@@ -170,7 +170,7 @@ class FoldAliases:
     @classmethod
     def of_rows(
         cls, row_ids: np.ndarray, hashes: np.ndarray, distinct_per_feature: np.ndarray
-    ) -> FoldAliases:
+    ) -> CopyGroups:
         """The groups of copies among rows given by ascending ``row_ids``, their
         :func:`content_hashes` and each feature's number of distinct values (a lower
         bound will do); none where identical rows may be chance."""
@@ -209,7 +209,7 @@ class FoldAliases:
         return folds
 
 
-NO_ALIASES = FoldAliases()
+NO_COPIES = CopyGroups()
 
 
 _SUBSAMPLE_SALT = 0x5EED

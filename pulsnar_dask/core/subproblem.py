@@ -22,7 +22,7 @@ from pulsnar_dask.core.calibration import (
     relabeled,
 )
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.folds import NO_ALIASES, FoldAliases, assign_folds, training_subsample
+from pulsnar_dask.core.folds import NO_COPIES, CopyGroups, assign_folds, training_subsample
 from pulsnar_dask.core.metrics import roc_auc
 from pulsnar_dask.core.scoring import (
     booster_params,
@@ -125,16 +125,16 @@ def canonical_subproblem(
     row_ids: np.ndarray,
     config: PUConfig,
     seed: int,
-    aliases: FoldAliases = NO_ALIASES,
+    copies: CopyGroups = NO_COPIES,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Put a subproblem's rows in canonical order (by row id), check it, and assign folds.
 
     Returns
     -------
     (X, labels, row_ids, folds, trainable)
-        Sorted by row id; ``labels`` as int8, ``folds`` from :func:`assign_folds` (rows
-        copies in their group's fold, ``aliases``),
-        ``trainable`` from :func:`training_subsample` (``None``: every row).
+        Sorted by row id; ``labels`` as int8, ``folds`` from :func:`assign_folds` (each
+        group of ``copies`` in one fold), ``trainable`` from :func:`training_subsample`
+        (``None``: every row).
     """
     order = np.argsort(row_ids, kind="stable")
     labels = np.asarray(labels)[order].astype(np.int8)
@@ -144,7 +144,7 @@ def canonical_subproblem(
         X[order],
         labels,
         row_ids,
-        assign_folds(row_ids, labels, config.n_folds, seed, aliases),
+        assign_folds(row_ids, labels, config.n_folds, seed, copies),
         training_subsample(
             row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed
         ),
@@ -158,7 +158,7 @@ def cross_validated_scores(
     config: PUConfig,
     seed: int,
     feature_types: list[str] | None = None,
-    aliases: FoldAliases = NO_ALIASES,
+    copies: CopyGroups = NO_COPIES,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
     """Score every row with cross-validated XGBoost, in canonical order (by row id), so
     the result does not depend on the order the rows arrive in.
@@ -175,8 +175,8 @@ def cross_validated_scores(
         Seed of the folds, the unlabeled subsample and XGBoost.
     feature_types : list of str or None
         XGBoost's type of each column (:func:`pulsnar_dask.core.scoring.matrix`).
-    aliases : FoldAliases
-        Rows dealt to folds under the id of the row whose features they repeat.
+    copies : CopyGroups
+        Rows whose features are copies of one another's, each group kept in one fold.
 
     Returns
     -------
@@ -185,7 +185,7 @@ def cross_validated_scores(
         models as XGBoost JSON.
     """
     X, labels, row_ids, folds, trainable = canonical_subproblem(
-        X, labels, row_ids, config, seed, aliases
+        X, labels, row_ids, config, seed, copies
     )
     params = booster_params(config.xgb_params, seed, config.n_threads)
     proba, models = out_of_fold_probabilities(

@@ -35,7 +35,7 @@ from distributed import Client, Future, progress, wait
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import (
-    FoldAliases,
+    CopyGroups,
     assign_folds,
     content_hashes,
     folds_from_hashes,
@@ -99,12 +99,12 @@ def _request_part(part: pd.DataFrame, request: ScoreRequest, label: str, id_col:
     return (part if keep.all() else part[keep]).assign(**{label: labels})
 
 
-def _scoring_rows_task(parts, request: ScoreRequest, label, id_col, aliases: FoldAliases):
+def _scoring_rows_task(parts, request: ScoreRequest, label, id_col, copies: CopyGroups):
     """A scoring's rows on one worker, relabeled and in canonical order."""
     frame = _request_part(pd.concat(parts, ignore_index=True), request, label, id_col)
     X = frame[list(request.features)].to_numpy(dtype=np.float32)
     y, ids = frame[label].to_numpy(), frame[id_col].to_numpy()
-    return canonical_subproblem(X, y, ids, request.config, request.seed, aliases)
+    return canonical_subproblem(X, y, ids, request.config, request.seed, copies)
 
 
 def _fold_task(data, fold, request: ScoreRequest):
@@ -168,10 +168,10 @@ def _predict_part(part, booster, columns, id_col):
     return pd.DataFrame({"id": part[id_col].to_numpy(), "p": proba})
 
 
-def _add_folds(part, id_col, label, hashes, n_folds, seed, thresholds, aliases):
+def _add_folds(part, id_col, label, hashes, n_folds, seed, thresholds, copies):
     """Add each row's fold and whether it may train (the training subsample)."""
     ids, labels = part[id_col].to_numpy(), part[label].to_numpy()
-    folds = folds_from_hashes(ids, labels, hashes, n_folds, seed, aliases)
+    folds = folds_from_hashes(ids, labels, hashes, n_folds, seed, copies)
     train = (
         np.ones(len(part), dtype=bool)
         if thresholds is None
@@ -268,10 +268,10 @@ class DaskExecutor:
         ids, labels = table[puf.id].to_numpy(), table[puf.label].to_numpy()
         check_labels(ids, labels, f"id column '{puf.id}'", f"label column '{puf.label}'")
         self.row_ids, self.labels = ids, labels.astype(np.int8)
-        self.aliases = FoldAliases.of_rows(
+        self.copies = CopyGroups.of_rows(
             ids, table[CONTENT].to_numpy(), distinct.result().to_numpy()
         )
-        self._shared_aliases = share(self.client, self.aliases)
+        self._shared_copies = share(self.client, self.copies)
         workers = self.client.scheduler_info()["workers"]
         self.engine = choose_engine(workers, ids.size, len(self.features), self.requested_engine)
         self._placements = _round_robin(workers)
@@ -417,7 +417,7 @@ class DaskExecutor:
         for r in requests:
             data = self.client.submit(
                 _scoring_rows_task, self.parts, r, self.puf.label, self.puf.id,
-                self._shared_aliases, key=f"{r.name}-rows-{uuid.uuid4().hex[:8]}",
+                self._shared_copies, key=f"{r.name}-rows-{uuid.uuid4().hex[:8]}",
             )  # fmt: skip
             # task keys name the work (``cluster2-it0-fold3-<id>``), so the dashboard's
             # task stream shows which subproblems run side by side
@@ -438,7 +438,7 @@ class DaskExecutor:
         out = []
         for r, futures in zip(requests, pending, strict=True):
             ids, labels = self._request_rows(r)
-            folds = assign_folds(ids, labels, r.config.n_folds, r.seed, self.aliases)
+            folds = assign_folds(ids, labels, r.config.n_folds, r.seed, self.copies)
             proba = np.empty(labels.size)
             models = []
             for fold in range(len(futures)):
@@ -480,7 +480,7 @@ class DaskExecutor:
                 config.n_folds,
                 seed,
                 thresholds,
-                self._shared_aliases,
+                self._shared_copies,
                 meta=meta,
             )
         params = booster_params(config.xgb_params, seed, config.n_threads)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.folds import FoldAliases, content_hashes
+from pulsnar_dask.core.folds import CopyGroups, content_hashes
 from pulsnar_dask.core.schema import FeatureSchema, frame_schema
 from pulsnar_dask.core.subproblem import cross_validated_scores
 from pulsnar_dask.core.subtypes import importance_gain
@@ -74,7 +74,7 @@ class InProcessExecutor:
         check_labels(self.row_ids, self.y, "the row index", "y")
         self.y = self.y.astype(np.int8)
         distinct = pd.DataFrame(self.X).nunique(dropna=False).to_numpy()
-        self.aliases = FoldAliases.of_rows(self.row_ids, content_hashes(self.X), distinct)
+        self.copies = CopyGroups.of_rows(self.row_ids, content_hashes(self.X), distinct)
         return self.row_ids, self.y, None
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
@@ -99,7 +99,7 @@ class InProcessExecutor:
             keep, labels = r.rows(self.row_ids, self.y)
             X, ids = self._columns(r.features)[keep], self.row_ids[keep]
             scores = cross_validated_scores(
-                X, labels, ids, r.config, r.seed, r.feature_types, self.aliases
+                X, labels, ids, r.config, r.seed, r.feature_types, self.copies
             )
             out.append(Scored(*scores))
         return out

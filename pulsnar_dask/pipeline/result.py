@@ -62,7 +62,7 @@ class JobResult:
     copied_rows : int
         Rows that copy an earlier row's features exactly where that cannot be chance;
         each group of copies is kept in one fold
-        (:class:`~pulsnar_dask.core.folds.FoldAliases`).
+        (:class:`~pulsnar_dask.core.folds.CopyGroups`).
     leading_feature : str or None
         The feature the first subproblem's first fold model gains most from, where
         every subproblem's out-of-fold AUC reaches ``PERFECT_PU_AUC`` (labeled and

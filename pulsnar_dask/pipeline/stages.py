@@ -22,7 +22,7 @@ import pandas as pd
 
 from pulsnar_dask.core.calibration import fit_calibration_map
 from pulsnar_dask.core.config import PUConfig, config_dict
-from pulsnar_dask.core.folds import FoldAliases
+from pulsnar_dask.core.folds import CopyGroups
 from pulsnar_dask.core.interval import alpha_interval
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
@@ -129,16 +129,16 @@ class Executor(Protocol):
         The features' types and categories (set by :meth:`read`).
     threads : int or None
         XGBoost threads per model when the settings leave it open.
-    aliases : FoldAliases
-        Rows whose features repeat another row's, dealt to folds under its id (set by
-        :meth:`read`; :mod:`pulsnar_dask.core.folds`).
+    copies : CopyGroups
+        Rows whose features are copies of one another's, each group kept in one fold
+        (set by :meth:`read`; :mod:`pulsnar_dask.core.folds`).
     """
 
     engine: str
     features: list[str]
     schema: FeatureSchema
     threads: int | None
-    aliases: FoldAliases
+    copies: CopyGroups
 
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Check the table and settle its schema; return row ids (ascending), their 0/1
@@ -278,12 +278,12 @@ def run_pipeline(
 
     stage("reading and checking the input")
     row_ids, labels, true_labels = executor.read()
-    if len(executor.aliases):
+    if len(executor.copies):
         logger.warning(
             "%d of %d rows copy another row's features exactly (not by chance: the table has "
             "features with too many values for that); each group of copies is kept in one "
             "fold (a copy in the training folds would give the held-out row's label away)",
-            executor.aliases.n_copies,
+            executor.copies.n_copies,
             row_ids.size,
         )
     try:
@@ -524,7 +524,7 @@ def run_pipeline(
         settings=run_settings,
         metrics=metrics,
         engine=executor.engine,
-        copied_rows=executor.aliases.n_copies,
+        copied_rows=executor.copies.n_copies,
         leading_feature=leading_feature,
         seconds=time.perf_counter() - start,
         timings=timings,
