@@ -275,7 +275,8 @@ class RunOutput:
         try:
             if self.fs.exists(self.staging):
                 self.fs.rm(self.staging, recursive=True)
-            if self._created and isinstance(self.fs, LocalFileSystem) and not self._entries():
+            created = self._created and isinstance(self.fs, LocalFileSystem)
+            if created and self.fs.exists(self.path) and not self._entries():
                 self.fs.rm(self.path, recursive=True)
         except Exception:
             logger.warning("could not remove %s", self.staging)

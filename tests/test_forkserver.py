@@ -10,6 +10,24 @@ from pulsnar_dask.dask_executor.connect import make_cluster
 from pulsnar_dask.dask_executor.forkserver import start_fork_server
 
 
+def _log_an_error() -> str:
+    """Log an error with its exception on a worker's Dask logger; return what its handler
+    writes."""
+    import io
+    import logging
+
+    handler = logging.getLogger("distributed").handlers[0]
+    stream, handler.stream = handler.stream, io.StringIO()
+    try:
+        try:
+            raise ValueError("cut")
+        except ValueError:
+            logging.getLogger("distributed.worker").exception("failed during get data")
+        return handler.stream.getvalue()
+    finally:
+        handler.stream = stream
+
+
 def _on_workers(client: Client, expression: str) -> list:
     """Evaluate ``expression`` on every worker (``eval`` pickles by reference)."""
     return list(client.run(eval, expression).values())
@@ -30,6 +48,10 @@ def test_local_workers_are_forked_ready_with_the_clients_environment(monkeypatch
         # Ctrl-C is the command's to answer (it closes the cluster): workers ignore it
         ignored = "__import__('signal').getsignal(2) == __import__('signal').SIG_IGN"
         assert _on_workers(client, ignored) == [True, True]
+        # and log an error as one line, without its traceback
+        logged = client.run(_log_an_error)
+        assert all(text.count("\n") == 1 for text in logged.values()), logged
+        assert all("(ValueError: cut)" in text for text in logged.values()), logged
         assert (
             _on_workers(client, "__import__('os').environ['PULSNAR_FORK_TEST']")
             == ["from-the-client"] * 2

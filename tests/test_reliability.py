@@ -86,6 +86,7 @@ def test_ctrl_c_stops_with_one_line_and_leaves_nothing(medium, tmp_path):
     text = log.read_text()
     assert proc.returncode == 130, text[-3000:]
     assert text.count("interrupted: stopped") == 1 and "Traceback" not in text, text[-3000:]
+    assert "could not remove" not in text, text[-3000:]
     assert not out.exists()  # nothing staged stays, and the location did not exist before
     _, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, [p.pid for p in alive]

@@ -11,10 +11,15 @@ import elsewhere.
 Ctrl-C reaches every process of the terminal's process group. The command stops the job
 and closes the cluster it started, which ends the workers; the fork server and the
 workers forked from it (which keep the handlers the server had once its preload was
-imported) ignore SIGINT, instead of each printing a traceback of its own.
+imported) ignore SIGINT, instead of each printing a traceback of its own. A worker logs
+an error as one line, the exception's type and message without its traceback
+(:class:`OneLineErrors`): when the cluster closes under running tasks, the workers still
+alive log the connections cut under them, and the command's own line should stay the
+only long one.
 """
 
 import gc
+import logging
 import signal
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # first: the imports below take seconds
@@ -23,5 +28,21 @@ import distributed  # noqa: E402, F401
 import xgboost  # noqa: E402, F401
 
 import pulsnar_dask.dask_executor.engine  # noqa: E402, F401
+
+
+class OneLineErrors(logging.Filter):
+    """A record's exception as ``(Type: message)`` at the end of its line, not a
+    traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            record.msg = f"{record.getMessage()} ({type(error).__name__}: {error})"
+            record.args, record.exc_info, record.exc_text = (), None, None
+        return True
+
+
+for handler in logging.getLogger("distributed").handlers:
+    handler.addFilter(OneLineErrors())
 
 gc.freeze()
