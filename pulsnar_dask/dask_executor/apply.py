@@ -16,8 +16,11 @@ from distributed import Client
 
 from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.dask_executor.engine import share
-from pulsnar_dask.errors import PUError
-from pulsnar_dask.pipeline.stages import check_representable, unrepresentable_counts
+from pulsnar_dask.pipeline.stages import (
+    check_id_counts,
+    check_representable,
+    unrepresentable_counts,
+)
 
 PROBABILITY = "probability"
 CALIBRATED = "calibrated_probability"
@@ -96,10 +99,5 @@ def check_scored(totals: dict[str, Any], id_col: str) -> None:
     if "unrepresentable" in totals:
         check_representable(totals["unrepresentable"])
     missing = int(totals["missing_ids"])
-    if missing:
-        raise PUError(f"id column '{id_col}' has {missing} missing value(s)")
     repeated = int(totals["n_rows"]) - missing - int(totals["distinct_ids"])
-    if repeated:
-        raise PUError(
-            f"id column '{id_col}' has {repeated} duplicate value(s); each row needs its own id"
-        )
+    check_id_counts(f"id column '{id_col}'", missing, repeated)

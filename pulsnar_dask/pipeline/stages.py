@@ -202,19 +202,34 @@ def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_na
         shown = ", ".join(f"{v!r} ({n} rows)" for v, n in counts.head(5).items())
         text = " (text, not numbers)" if any(isinstance(v, str) for v in counts.index) else ""
         raise PUError(f"{label_name} must hold only the numbers 0 and 1; found {shown}{text}")
-    missing = pd.isna(pd.Series(row_ids)).to_numpy()
-    if missing.any():
-        raise PUError(f"{id_name} has {int(missing.sum())} missing value(s)")
     duplicated = pd.Series(row_ids).duplicated().to_numpy()
-    if duplicated.any():
-        raise PUError(
-            f"{id_name} has {int(duplicated.sum())} duplicate value(s), "
-            f"e.g. {pd.Series(row_ids[duplicated][:1]).tolist()[0]!r}"
-        )
+    check_id_counts(
+        id_name,
+        int(pd.isna(pd.Series(row_ids)).sum()),
+        int(duplicated.sum()),
+        pd.Series(row_ids[duplicated][:1]).tolist(),
+    )
     if not (labels == 1).any():
         raise PUError(f"no labeled positives ({label_name} = 1) in the input")
     if not (labels == 0).any():
         raise PUError(f"no unlabeled rows ({label_name} = 0) in the input")
+
+
+def check_id_counts(id_name: str, missing: int, duplicates: int, examples: list = ()) -> None:
+    """Refuse missing or repeated ids (counted by the caller; ``examples``: repeated ones
+    to name), which could not join results back to the rows.
+
+    Raises
+    ------
+    PUError
+    """
+    if missing:
+        raise PUError(f"{id_name} has {missing} missing value(s)")
+    if duplicates:
+        shown = f", e.g. {examples[0]!r}" if examples else ""
+        raise PUError(
+            f"{id_name} has {duplicates} duplicate value(s){shown}; each row needs its own id"
+        )
 
 
 def run_pipeline(
