@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from pathlib import Path
 from typing import Any
 
 import dask.dataframe as dd
@@ -68,7 +69,7 @@ class RunOutput:
             raise PUError(f"cannot use output location {url}: {exc}") from None
         self.path = self.path.rstrip("/")
         self.staging = f"{self.path}/{STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
-        self._created = False  # whether this run created the location (see prepare)
+        self._created: str | None = None  # the top folder this run creates (see prepare)
 
     def _url(self, path: str) -> str:
         protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
@@ -93,8 +94,6 @@ class RunOutput:
         if type(fs) is not type(self.fs):
             return
         if isinstance(fs, LocalFileSystem):
-            from pathlib import Path
-
             path, own = str(Path(path).resolve()), str(Path(self.path).resolve())
         else:
             path, own = path.rstrip("/"), self.path
@@ -108,8 +107,8 @@ class RunOutput:
         """Refuse a finished run unless overwriting, a location holding files that are
         not a run's, and a location that cannot be written.
 
-        Writing is tried with an empty probe file, removed at once (and the location with
-        it when the probe created it): nothing stays until the run commits.
+        Writing is tried with an empty probe file, removed at once with the folders the
+        probe created: nothing stays until the run commits.
         """
         try:
             existed = self.fs.exists(self.path)
@@ -130,16 +129,27 @@ class RunOutput:
                 "choose a new or empty location"
             )
         probe = f"{self.path}/{PROBE_PREFIX}{uuid.uuid4().hex[:12]}"
+        top = self._first_missing_folder()
         try:
             if isinstance(self.fs, LocalFileSystem):  # object stores have no folders
                 self.fs.makedirs(self.path, exist_ok=True)
             self.fs.pipe_file(probe, b"")
             self.fs.rm(probe)
-            if not existed and self.fs.exists(self.path):
-                self.fs.rm(self.path, recursive=True)
         except Exception as exc:
+            self._remove(top)
             raise PUError(f"cannot write to output location {self.url}: {exc}") from None
-        self._created = not existed
+        self._remove(top)
+        self._created = top
+
+    def _first_missing_folder(self) -> str | None:
+        """The outermost folder of a local location that does not exist yet (what
+        creating the location creates), or ``None``."""
+        if not isinstance(self.fs, LocalFileSystem):
+            return None
+        path, top = Path(self.path), None
+        while not path.exists() and path != path.parent:
+            path, top = path.parent, path
+        return None if top is None else str(top)
 
     def write_predictions(
         self,
@@ -255,8 +265,8 @@ class RunOutput:
             raise
         self._remove(aside)
 
-    def _remove(self, path: str) -> None:
-        if self.fs.exists(path):
+    def _remove(self, path: str | None) -> None:
+        if path is not None and self.fs.exists(path):
             self.fs.rm(path, recursive=True)
 
     def _move(self, source: str, target: str) -> None:
@@ -270,13 +280,11 @@ class RunOutput:
             self.fs.mv(source, target)
 
     def discard_staging(self) -> None:
-        """Remove the staging folder (after success or failure), and the location itself
-        when this run created it and left nothing there."""
+        """Remove the staging folder (after success or failure), and the folders this run
+        created for the location when it left nothing there."""
         try:
-            if self.fs.exists(self.staging):
-                self.fs.rm(self.staging, recursive=True)
-            created = self._created and isinstance(self.fs, LocalFileSystem)
-            if created and self.fs.exists(self.path) and not self._entries():
-                self.fs.rm(self.path, recursive=True)
+            self._remove(self.staging)
+            if self._created is not None and self.fs.exists(self.path) and not self._entries():
+                self._remove(self._created)
         except Exception:
             logger.warning("could not remove %s", self.staging)

@@ -105,3 +105,13 @@ def test_hidden_files_and_an_object_stores_folder_marker_are_not_in_the_way(tmp_
     out.commit()
     out.discard_staging()
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".DS_Store", "summary.json"]
+
+
+def test_folders_created_for_a_new_location_go_when_the_run_leaves_nothing(tmp_path):
+    out = RunOutput(str(tmp_path / "a" / "b" / "c"))
+    out.prepare()
+    assert not (tmp_path / "a").exists()  # the probe's folders go with it
+    out.write_bytes("report.html", b"<html></html>")
+    assert (tmp_path / "a" / "b" / "c").is_dir()
+    out.discard_staging()  # a failure before the commit
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
