@@ -75,14 +75,15 @@ class RunOutput:
         protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
         return path if protocol in ("file", "local") else f"{protocol}://{path}"
 
-    def _entries(self) -> list[str]:
-        """Names directly under the location (none when it does not exist; an object
-        store's marker of the folder itself is not one)."""
+    def _entries(self, folder: str | None = None) -> list[str]:
+        """Names directly under ``folder`` (default: the location; none when it does not
+        exist; an object store's marker of the folder itself is not one)."""
+        folder = folder or self.path
         self.fs.invalidate_cache()
-        if not self.fs.exists(self.path) or not self.fs.isdir(self.path):
+        if not self.fs.exists(folder) or not self.fs.isdir(folder):
             return []
-        paths = (p.rstrip("/") for p in self.fs.ls(self.path, detail=False))
-        return [p.rsplit("/", 1)[-1] for p in paths if p != self.path]
+        paths = (p.rstrip("/") for p in self.fs.ls(folder, detail=False))
+        return [p.rsplit("/", 1)[-1] for p in paths if p != folder]
 
     def check_apart_from(self, url: str, role: str = "input") -> None:
         """Refuse an output location that is, holds or lies inside ``url`` (the input, or
@@ -237,8 +238,7 @@ class RunOutput:
         A local folder moves with one rename; object stores have no folders and move
         object by object.
         """
-        self.fs.invalidate_cache()
-        staged = {p.rstrip("/").rsplit("/", 1)[-1] for p in self.fs.ls(self.staging, detail=False)}
+        staged = set(self._entries(self.staging))
         aside = f"{self.path}/{PREVIOUS_PREFIX}{self.staging.rsplit(STAGING_PREFIX, 1)[-1]}"
         transient = (STAGING_PREFIX, PREVIOUS_PREFIX, PROBE_PREFIX)
         older = [n for n in self._entries() if is_run_entry(n) and not n.startswith(transient)]
