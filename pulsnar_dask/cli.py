@@ -440,10 +440,18 @@ def _quiet_distributed(level: int) -> None:
     which is routine here: those only from errors up."""
     import distributed.shuffle  # noqa: F401 - import first so their loggers exist
 
-    for name in list(logging.root.manager.loggerDict):
-        if name == "distributed" or name.startswith("distributed."):
-            shuffle = name.startswith("distributed.shuffle")
-            logging.getLogger(name).setLevel(max(level, logging.ERROR) if shuffle else level)
+    for name in _distributed_loggers():
+        shuffle = name.startswith("distributed.shuffle")
+        logging.getLogger(name).setLevel(max(level, logging.ERROR) if shuffle else level)
+
+
+def _distributed_loggers() -> list[str]:
+    """The names of Dask's loggers that exist so far (imports nothing)."""
+    return [
+        name
+        for name in list(logging.root.manager.loggerDict)
+        if name == "distributed" or name.startswith("distributed.")
+    ]
 
 
 def _names_a_cluster(args: argparse.Namespace) -> bool:
@@ -454,9 +462,8 @@ def _terminate(signum: int, frame) -> None:
     """SIGINT and SIGTERM: stop. Dask's own loggers go quiet first, so that the cluster's
     shutdown (tasks cancelled under it) adds no tracebacks to the one line (no import
     here: the signal may arrive in the middle of one)."""
-    for name in list(logging.root.manager.loggerDict):
-        if name == "distributed" or name.startswith("distributed."):
-            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    for name in _distributed_loggers():
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     raise KeyboardInterrupt(f"signal {signum}")
 
 
