@@ -90,9 +90,10 @@ def test_xgboost_dask_engine_agrees_with_the_task_engine(client, data, scar_path
     # Same folds and model settings, but XGBoost's distributed quantile sketch cuts the 64
     # bins by which rows each worker holds, and in what order, so the models differ a
     # little from run to run. Measured here, 12 runs: 0.272 or 0.299 against the task
-    # engine's 0.288. (On the small SNAR data PULSCAR's alpha is ill-posed and moved
+    # engine's 0.288; in session 12, 12 more runs: 0.2585-0.2938, and one fresh-clone CI
+    # run read 0.2565. (On the small SNAR data PULSCAR's alpha is ill-posed and moved
     # 0.148-0.173 against 0.184.) Misaligned rows would give a correlation near 0.
-    assert dist.alpha == pytest.approx(task.alpha, abs=0.03)
+    assert dist.alpha == pytest.approx(task.alpha, abs=0.04)
     assert np.corrcoef(dist.probability, task.probability)[0, 1] > 0.95
     puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     snar = run_job(client, puf, method="pulsnar", seed=1, engine="dask")
