@@ -122,7 +122,7 @@ def test_categorical_splits_find_a_set_the_codes_order_hides():
     params = booster_params({"max_depth": 1}, 0)
     aucs = {}
     for name, types in (("categorical", schema.feature_types()), ("codes", None)):
-        proba, models = out_of_fold_probabilities(X, y, folds, params, 1, None, types)
+        proba, models = out_of_fold_probabilities(X, y, folds, 2, params, 1, None, types)
         aucs[name] = roc_auc(y, proba)
         stored = json.loads(models[0])["learner"]["feature_types"]
         assert stored == (["c"] if types else [])

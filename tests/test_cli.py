@@ -402,6 +402,16 @@ def bad_inputs(tmp_path_factory):
         ["--interval-resamples", "1"],
         "must be 0 (no interval) or at least 2, got 1",
     )
+    cases["misspelt xgboost parameter"] = (
+        put("ok6", frame),
+        ["--xgb-params", '{"max_dept": 3, "eta": 0.1}'],
+        "xgb_params: XGBoost has no parameter(s) max_dept",
+    )
+    cases["xgboost parameter value"] = (
+        put("ok7", frame),
+        ["--xgb-params", '{"max_depth": -3}'],
+        "xgb_params: value -3 for Parameter max_depth should be greater equal to 0",
+    )
     return cases
 
 
@@ -416,7 +426,7 @@ BAD_INPUTS = [
     "list feature named", "identifier named", "output is the input", "output inside the input",
     "output holds other files",
     "folds 1", "bin method", "storage options", "cluster fraction",
-    "one resample",
+    "one resample", "misspelt xgboost parameter", "xgboost parameter value",
 ]  # fmt: skip
 
 

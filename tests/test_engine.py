@@ -115,6 +115,19 @@ def test_unknown_engine_and_method(client, data):
         run_job(client, puf, method="dedpul")
 
 
+def test_auto_engine_follows_the_rows_a_model_trains_on():
+    """The table never gathers, so only a model's training rows decide: one task while
+    they are under TASK_MEMORY_SHARE of the smallest worker's limit, xgboost.dask above."""
+    from pulsnar_dask.dask_executor.engine import TASK_MEMORY_SHARE, choose_engine
+
+    workers = {"a": {"memory_limit": 2**30}, "b": {"memory_limit": 2**31}}
+    fits = int(TASK_MEMORY_SHARE * 2**30 / (100 * 4))  # rows of 100 float32 features
+    assert choose_engine(workers, fits, 100, "auto") == "task"
+    assert choose_engine(workers, fits + 1, 100, "auto") == "dask"
+    assert choose_engine({"a": {"memory_limit": 0}}, 10**9, 100, "auto") == "task"  # no limit
+    assert choose_engine(workers, 10, 100, "dask") == "dask"  # asked for
+
+
 def test_unlabeled_cap_runs_in_both_engines(client, data):
     from pulsnar_dask.core.config import PUConfig
 

@@ -112,6 +112,9 @@ def test_bad_options():
         PULSCAR(n_folds=1).fit(d.X, d.label)
     with pytest.raises(ValueError, match="bandwidth bounds"):
         PULSCAR(bandwidth_bounds=(0.5, 0.1)).fit(d.X, d.label)
+    # a misspelt XGBoost parameter is refused, not dropped with a warning on a worker
+    with pytest.raises(ValueError, match=r"XGBoost has no parameter\(s\) colsample_bytre$"):
+        PULSCAR(xgb_params={"colsample_bytre": 0.5, "max_depth": 3}).fit(d.X, d.label)
 
 
 def test_importance_gain_is_row_order_free_and_caps_the_unlabeled():

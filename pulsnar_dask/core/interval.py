@@ -180,9 +180,12 @@ def alpha_interval(
     if n_resamples < 2:
         raise ValueError(f"interval_resamples must be at least 2, got {n_resamples}")
     names, subs = list(groups), list(groups.values())
-    unlabeled_ids = [s.row_ids[s.labels == 0] for group in subs for s in group]
-    if any(not np.array_equal(ids, unlabeled_ids[0]) for ids in unlabeled_ids[1:]):
-        raise ValueError("every subproblem must hold the same unlabeled rows")
+    first = subs[0][0]
+    unlabeled_ids = first.row_ids[first.labels == 0]
+    for s in (s for group in subs for s in group):  # one copy of the ids at a time
+        if not np.array_equal(s.row_ids[s.labels == 0], unlabeled_ids):
+            raise ValueError("every subproblem must hold the same unlabeled rows")
+    del unlabeled_ids
     readers = list(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
     # Which clusters count as one subtype is read once, from the collected probabilities.
     subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]

@@ -189,7 +189,7 @@ def cross_validated_scores(
     )
     params = booster_params(config.xgb_params, seed, config.n_threads)
     proba, models = out_of_fold_probabilities(
-        X, labels, folds, params, config.n_rounds, trainable, feature_types
+        X, labels, folds, config.n_folds, params, config.n_rounds, trainable, feature_types
     )
     return row_ids, labels, proba, models
 

@@ -1,19 +1,22 @@
 """The Dask executor: the pipeline's heavy steps over a Dask cluster.
 
 The table stays on the workers as a persisted Dask dataframe and no step gathers it
-whole onto one worker unless it fits there. The client receives the row ids and labels
-(to check them and align results), the labeled positives' clustering features, and
-probability vectors. What reaches one task:
+onto one worker. The client receives the row ids and labels (to check them and align
+results), the labeled positives' clustering features, and probability vectors. What
+reaches one task:
 
-- the importance model: the positives and the capped unlabeled rows, picked on the
-  workers by a hash of the row id (the same rows the in-process executor picks);
-- the mixture fits: the positives' clustering matrix, one task per mixture size;
-- a scoring (subproblem or retrain): on the ``task`` engine its rows gathered to one
-  worker in canonical order, then one task per fold; on the ``dask`` engine
-  ``xgboost.dask`` trains each fold over all workers on their own partitions.
+- the importance model and each fold model of a scoring (subproblem or retrain): the
+  rows the model may train on (the positives and the capped unlabeled rows, at most
+  ``max_train_rows``), picked on the workers by a hash of the row id (the same rows the
+  in-process executor picks) and put in canonical order; on the ``dask`` engine
+  ``xgboost.dask`` trains them over all workers on their own partitions instead;
+- the mixture fits: the positives' clustering matrix, one task per mixture size.
 
-``engine="auto"`` picks ``dask`` when the feature table is above
-``TASK_MEMORY_SHARE`` of the smallest worker's memory limit, and logs the choice.
+Every row is then scored by its fold's model on the worker that holds it, and only ids
+and probabilities come back. ``engine="auto"`` picks ``dask`` when the largest training
+set is above ``TASK_MEMORY_SHARE`` of the smallest worker's memory limit (with the
+default cap of 200,000 rows: past about 200 features per GiB of that limit, or with no
+cap on a table near a worker's memory), and logs the choice.
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ from distributed import Client, Future, progress, wait
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import (
     CopyGroups,
-    assign_folds,
     content_hashes,
     folds_from_hashes,
     sorted_label_hashes,
@@ -49,8 +51,8 @@ from pulsnar_dask.core.schema import (
     distinct_part,
     schema_from_categories,
 )
-from pulsnar_dask.core.scoring import booster_params, fold_probabilities
-from pulsnar_dask.core.subproblem import canonical_subproblem
+from pulsnar_dask.core.scoring import booster_params, fold_model, fold_predictions
+from pulsnar_dask.core.subproblem import check_subproblem
 from pulsnar_dask.core.subtypes import importance_gain
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.io import PUFrame
@@ -67,8 +69,8 @@ from pulsnar_dask.pipeline.stages import (
 logger = logging.getLogger(__name__)
 
 ENGINES = ("auto", "task", "dask")
-# A scoring runs as one task when the feature table is below this share of the
-# smallest worker's memory limit (XGBoost needs a few copies of it).
+# A model trains in one task when its training rows are below this share of the
+# smallest worker's memory limit (XGBoost needs a few copies of them).
 TASK_MEMORY_SHARE = 0.15
 
 
@@ -93,27 +95,77 @@ def _rows(
     return X, frame[label].to_numpy().astype(np.int8), frame[id_col].to_numpy()
 
 
-def _request_part(part: pd.DataFrame, request: ScoreRequest, label: str, id_col: str):
-    """A partition's rows of a scoring, with the labels it trains on (``request.rows``)."""
-    keep, labels = request.rows(part[id_col].to_numpy(), part[label].to_numpy())
-    return (part if keep.all() else part[keep]).assign(**{label: labels})
+def _scoring_rows(part, request: ScoreRequest, label, id_col, hashes, thresholds, copies):
+    """A partition's rows of a scoring, as
+    :func:`~pulsnar_dask.core.subproblem.canonical_subproblem` gives the same rows in
+    process (found from the shared fold hashes and subsample cut-offs).
+
+    Returns
+    -------
+    (keep, ids, labels, folds, train)
+        ``keep``: the partition's rows the scoring uses (mask); for those rows, their
+        ids, the labels the models train on, their folds and whether each may train.
+    """
+    ids = part[id_col].to_numpy()
+    keep, labels = request.rows(ids, part[label].to_numpy())
+    ids = ids[keep]
+    config, seed = request.config, request.seed
+    folds = folds_from_hashes(ids, labels, hashes, config.n_folds, seed, copies)
+    train = (
+        np.ones(ids.size, dtype=bool)
+        if thresholds is None
+        else trainable_rows(ids, labels, thresholds, seed)
+    )
+    return keep, ids, labels, folds, train
 
 
-def _scoring_rows_task(parts, request: ScoreRequest, label, id_col, copies: CopyGroups):
-    """A scoring's rows on one worker, relabeled and in canonical order."""
-    frame = _request_part(pd.concat(parts, ignore_index=True), request, label, id_col)
-    X = frame[list(request.features)].to_numpy(dtype=np.float32)
-    y, ids = frame[label].to_numpy(), frame[id_col].to_numpy()
-    return canonical_subproblem(X, y, ids, request.config, request.seed, copies)
+def _scoring_part(part, request: ScoreRequest, label, id_col, hashes, thresholds, copies):
+    """A partition's rows of a scoring as a frame for ``xgboost.dask``: relabeled, with
+    each row's fold (``_fold``) and whether it may train (``_train``)."""
+    keep, _, labels, folds, train = _scoring_rows(
+        part, request, label, id_col, hashes, thresholds, copies
+    )
+    rows = part if keep.all() else part[keep]
+    return rows.assign(**{label: labels}, _fold=folds, _train=train)
 
 
-def _fold_task(data, fold, request: ScoreRequest):
-    X, y, _, folds, trainable = data
+def _features(part, request: ScoreRequest, rows: np.ndarray) -> np.ndarray:
+    """The float32 features of a partition's ``rows`` (positions) that the models see."""
+    return part[list(request.features)].iloc[rows].to_numpy(dtype=np.float32)
+
+
+def _training_piece(part, request: ScoreRequest, label, id_col, hashes, thresholds, copies):
+    """A partition's training rows of a scoring: (ids, labels, folds, features)."""
+    keep, ids, labels, folds, train = _scoring_rows(
+        part, request, label, id_col, hashes, thresholds, copies
+    )
+    X = _features(part, request, np.flatnonzero(keep)[train])
+    return ids[train], labels[train], folds[train], X
+
+
+def _training_rows(pieces) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A scoring's training rows on one worker, by row id (the order the in-process
+    executor trains in): (features, labels, folds)."""
+    ids, labels, folds, X = (np.concatenate(column) for column in zip(*pieces, strict=True))
+    order = np.argsort(ids, kind="stable")
+    if np.array_equal(order, np.arange(order.size)):  # partitions in id order: no copy
+        return X, labels, folds
+    return X[order], labels[order], folds[order]
+
+
+def _fold_model_task(training, fold, request: ScoreRequest) -> bytes:
+    X, y, folds = training
     config = request.config
     params = booster_params(config.xgb_params, request.seed, config.n_threads)
-    return fold_probabilities(
-        X, y, folds, fold, params, config.n_rounds, trainable, request.feature_types
-    )
+    return fold_model(X, y, folds, fold, params, config.n_rounds, None, request.feature_types)
+
+
+def _predicted_piece(part, request: ScoreRequest, label, id_col, hashes, copies, models):
+    """A partition's rows of a scoring, each scored by the model of its fold: (ids,
+    probabilities)."""
+    keep, ids, _, folds, _ = _scoring_rows(part, request, label, id_col, hashes, None, copies)
+    X = _features(part, request, np.flatnonzero(keep))
+    return ids, fold_predictions(models, X, folds, request.config.n_threads)
 
 
 CONTENT = "__content_hash__"  # each row's content_hashes, beside its id and label
@@ -156,30 +208,6 @@ def _trainable_part(part, id_col, label, thresholds, seed):
     return part[trainable_rows(ids, labels, thresholds, seed)]
 
 
-def _prediction_meta(id_meta: pd.Series) -> pd.DataFrame:
-    """The empty frame :func:`_predict_part` returns: ids of the input's type."""
-    return pd.DataFrame({"id": id_meta.reset_index(drop=True), "p": np.array([], "f4")})
-
-
-def _predict_part(part, booster, columns, id_col):
-    """A model's probabilities for one partition's rows, with their ids."""
-    X = part[columns].to_numpy(dtype=np.float32)
-    proba = booster.inplace_predict(X) if len(part) else np.array([], "f4")
-    return pd.DataFrame({"id": part[id_col].to_numpy(), "p": proba})
-
-
-def _add_folds(part, id_col, label, hashes, n_folds, seed, thresholds, copies):
-    """Add each row's fold and whether it may train (the training subsample)."""
-    ids, labels = part[id_col].to_numpy(), part[label].to_numpy()
-    folds = folds_from_hashes(ids, labels, hashes, n_folds, seed, copies)
-    train = (
-        np.ones(len(part), dtype=bool)
-        if thresholds is None
-        else trainable_rows(ids, labels, thresholds, seed)
-    )
-    return part.assign(_fold=folds, _train=train)
-
-
 # ---------------------------------------------------------------------------------------
 # Placement and waiting
 
@@ -197,14 +225,15 @@ def _round_robin(workers: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]
 
 
 def choose_engine(
-    workers: dict[str, dict[str, Any]], n_rows: int, n_features: int, engine: str
+    workers: dict[str, dict[str, Any]], n_train_rows: int, n_features: int, engine: str
 ) -> str:
-    """The engine for ``engine="auto"``, from the workers' memory limits (``scheduler_info``)."""
+    """The engine for ``engine="auto"``, from the workers' memory limits
+    (``scheduler_info``) and the most rows a model trains on."""
     if engine != "auto":
         return engine
     limits = [w.get("memory_limit") or 0 for w in workers.values()]
     smallest = min((m for m in limits if m), default=0)
-    size = n_rows * n_features * 4
+    size = n_train_rows * n_features * 4
     return "dask" if smallest and size > TASK_MEMORY_SHARE * smallest else "task"
 
 
@@ -217,15 +246,26 @@ class DaskExecutor:
     puf : PUFrame
         The lazy input (see :func:`pulsnar_dask.io.read_pu_parquet`).
     engine : {"auto", "task", "dask"}
-        How a scoring runs: one task per fold on rows gathered to one worker, or
+        How a model trains: one task on its training rows gathered to one worker, or
         ``xgboost.dask`` over all workers; ``auto`` by size.
     show_progress : bool
         Progress bars on stderr for the fan-outs.
+    max_train_rows : int or None
+        The most rows a model trains on, which sizes ``engine="auto"``'s choice: the
+        ``max_train_rows`` of the settings the pipeline runs with (as :func:`run_job`
+        and the estimators pass it); ``None``: all.
     """
 
     threads = 1  # parallelism comes from concurrent tasks: one XGBoost thread each
 
-    def __init__(self, client: Client, puf: PUFrame, engine: str = "auto", show_progress=False):
+    def __init__(
+        self,
+        client: Client,
+        puf: PUFrame,
+        engine: str = "auto",
+        show_progress: bool = False,
+        max_train_rows: int | None = PUConfig.max_train_rows,
+    ):
         if engine not in ENGINES:
             raise PUError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         self.client = client
@@ -233,6 +273,7 @@ class DaskExecutor:
         self.features = list(puf.features)
         self.requested_engine = self.engine = engine
         self.show_progress = show_progress
+        self.max_train_rows = max_train_rows
 
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Settle the schema (the categorical features' categories are counted on the
@@ -273,7 +314,8 @@ class DaskExecutor:
         )
         self._shared_copies = share(self.client, self.copies)
         workers = self.client.scheduler_info()["workers"]
-        self.engine = choose_engine(workers, ids.size, len(self.features), self.requested_engine)
+        n_train = min(ids.size, self.max_train_rows or ids.size)
+        self.engine = choose_engine(workers, n_train, len(self.features), self.requested_engine)
         self._placements = _round_robin(workers)
         true = table[puf.true_label].to_numpy() if puf.true_label else None
         return self.row_ids, self.labels, true
@@ -318,12 +360,16 @@ class DaskExecutor:
             future = self.client.compute(collection)
         return future.result()
 
-    def _gather(self, futures: list[Future]) -> list[Any]:
+    def _wait(self, futures: list[Future]) -> None:
+        """Wait for ``futures``, with a progress bar on stderr if asked for."""
         if self.show_progress:
             with contextlib.redirect_stdout(sys.stderr):  # Dask draws its bar on stdout
                 progress(futures, notebook=False, scheduler=self.client.scheduler.address)
         else:
             wait(futures)
+
+    def _gather(self, futures: list[Future]) -> list[Any]:
+        self._wait(futures)
         return self.client.gather(futures)
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
@@ -411,97 +457,101 @@ class DaskExecutor:
         return self.row_ids[keep], labels
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
-        if self.engine == "dask":
-            return [self._score_dask(r) for r in requests]
-        pending = []
+        """Each request's fold models, trained on its training rows gathered to one task
+        per fold (``task``) or on ``xgboost.dask`` (``dask``), then every row scored on
+        the worker that holds it: only ids and probabilities come back."""
+        puf, pending = self.puf, []
         for r in requests:
-            data = self.client.submit(
-                _scoring_rows_task, self.parts, r, self.puf.label, self.puf.id,
-                self._shared_copies, key=f"{r.name}-rows-{uuid.uuid4().hex[:8]}",
-            )  # fmt: skip
-            # task keys name the work (``cluster2-it0-fold3-<id>``), so the dashboard's
-            # task stream shows which subproblems run side by side
-            pending.append(
-                [
-                    self.client.submit(
-                        _fold_task,
-                        data,
-                        fold,
-                        r,
-                        key=f"{r.name}-fold{fold}-{uuid.uuid4().hex[:8]}",
-                        **next(self._placements),
-                    )
-                    for fold in range(r.config.n_folds)
-                ]
+            row_ids, labels = self._request_rows(r)
+            check_subproblem(labels, r.config)
+            hashes = share(self.client, sorted_label_hashes(row_ids, labels, r.seed))
+            thresholds = subsample_thresholds(
+                row_ids, labels, r.config.max_unlabeled_ratio, r.config.max_train_rows, r.seed
             )
-        done = iter(self._gather([f for futures in pending for f in futures]))
+            shared = share(self.client, r)  # its id arrays, sent once
+            rows = (shared, puf.label, puf.id, hashes)
+            if self.engine == "dask":
+                models = self._dask_models(r, rows, thresholds)
+                fitted = share(self.client, models)  # sent once, not with every partition
+            else:
+                models = fitted = self._task_models(r, rows, thresholds)
+            predicted = [
+                self.client.submit(
+                    _predicted_piece,
+                    part,
+                    *rows,
+                    self._shared_copies,
+                    fitted,
+                    key=f"{r.name}-predict-{uuid.uuid4().hex[:8]}",
+                )
+                for part in self.parts
+            ]
+            pending.append((row_ids, labels, models, predicted))
+        futures = [f for *_, models, predicted in pending for f in [*models, *predicted]]
+        self._wait([f for f in futures if isinstance(f, Future)])
         out = []
-        for r, futures in zip(requests, pending, strict=True):
-            ids, labels = self._request_rows(r)
-            folds = assign_folds(ids, labels, r.config.n_folds, r.seed, self.copies)
-            proba = np.empty(labels.size)
-            models = []
-            for fold in range(len(futures)):
-                proba[folds == fold], model = next(done)
-                models.append(model)
-            out.append(Scored(ids, labels, proba, models))
+        for row_ids, labels, models, predicted in pending:  # one scoring's rows at a time
+            models = [m.result() if isinstance(m, Future) else m for m in models]
+            pieces = self.client.gather(predicted)
+            ids, proba = (np.concatenate(c) for c in zip(*pieces, strict=True))
+            del pieces
+            order = np.argsort(ids, kind="stable")
+            if not np.array_equal(ids[order], row_ids):
+                raise RuntimeError("a scoring's predictions do not cover its rows")
+            out.append(Scored(row_ids, labels, proba[order], models))
         return out
 
-    def _score_dask(self, request: ScoreRequest) -> Scored:
-        """One scoring on ``xgboost.dask``: each fold's model trained on all workers,
-        then every row scored where it lies (only ids and probabilities come back)."""
-        puf, config, seed = self.puf, request.config, request.seed
-        row_ids, labels = self._request_rows(request)
-        hashes = share(self.client, sorted_label_hashes(row_ids, labels, seed))
-        thresholds = subsample_thresholds(
-            row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed
+    def _task_models(self, request: ScoreRequest, rows: tuple, thresholds) -> list[Future]:
+        """Fold models as tasks: the training rows (bounded by the training subsample)
+        gathered to one worker, then one task per fold, dealt to the workers in turn so
+        the folds (and the subproblems of a fan-out) train side by side."""
+        pieces = [
+            self.client.submit(_training_piece, part, *rows, thresholds, self._shared_copies)
+            for part in self.parts
+        ]
+        training = self.client.submit(
+            _training_rows, pieces, key=f"{request.name}-rows-{uuid.uuid4().hex[:8]}"
         )
-        relabel = request.positive_ids is not None or request.flipped_ids is not None
-        shared = share(self.client, request) if relabel else None  # its id arrays, sent once
+        # task keys name the work (``cluster2-it0-fold3-<id>``), so the dashboard's task
+        # stream shows which subproblems run side by side
+        return [
+            self.client.submit(
+                _fold_model_task,
+                training,
+                fold,
+                request,
+                key=f"{request.name}-fold{fold}-{uuid.uuid4().hex[:8]}",
+                **next(self._placements),
+            )
+            for fold in range(request.config.n_folds)
+        ]
+
+    def _dask_models(self, request: ScoreRequest, rows: tuple, thresholds) -> list[bytes]:
+        """Fold models on ``xgboost.dask``, each trained over all workers on their own
+        partitions."""
+        config, seed = request.config, request.seed
         with EXPRESSIONS:
-            frame = puf.frame
-            if relabel:
-                frame = frame.map_partitions(
-                    _request_part,
-                    shared,
-                    puf.label,
-                    puf.id,
-                    meta=frame._meta.assign(**{puf.label: np.array([], dtype=np.int8)}),
-                )
+            frame = self.puf.frame
             meta = frame._meta.assign(
-                _fold=np.array([], dtype=np.int8), _train=np.array([], dtype=bool)
+                **{self.puf.label: np.array([], dtype=np.int8)},
+                _fold=np.array([], dtype=np.int8),
+                _train=np.array([], dtype=bool),
             )
             # not persisted: a second copy of the table would double the workers' memory
             frame = frame.map_partitions(
-                _add_folds,
-                puf.id,
-                puf.label,
-                hashes,
-                config.n_folds,
-                seed,
-                thresholds,
-                self._shared_copies,
-                meta=meta,
+                _scoring_part, *rows, thresholds, self._shared_copies, meta=meta
             )
         params = booster_params(config.xgb_params, seed, config.n_threads)
-        columns = list(request.features)
-        scored, models = [], []
+        models = []
         for fold in range(config.n_folds):
             logger.info("%s: fold %d of %d on xgboost.dask", request.name, fold + 1, config.n_folds)
             with EXPRESSIONS:
                 train = frame[(frame["_fold"] != fold) & frame["_train"]]
-            booster = self._train(train, columns, params, config.n_rounds, self.schema)
+            booster = self._train(
+                train, list(request.features), params, config.n_rounds, self.schema
+            )
             models.append(bytes(booster.save_raw(raw_format="json")))
-            with EXPRESSIONS:
-                held_out = frame[frame["_fold"] == fold]
-                predicted = held_out.map_partitions(
-                    _predict_part, booster, columns, puf.id, meta=_prediction_meta(meta[puf.id])
-                )
-            scored.append(self._get(predicted))
-        table = pd.concat(scored, ignore_index=True).sort_values("id", kind="stable")
-        ids = table["id"].to_numpy()
-        probabilities = table["p"].to_numpy(float)
-        return Scored(ids, labels[np.searchsorted(row_ids, ids)], probabilities, models)
+        return models
 
 
 def run_job(
@@ -528,7 +578,8 @@ def run_job(
     method, config, seed, iterations, calibrate_probabilities, classify, on_stage
         As :func:`~pulsnar_dask.pipeline.stages.run_pipeline`.
     engine : {"auto", "task", "dask"}
-        One task per scoring, ``xgboost.dask`` over all workers, or by size.
+        Each model trained in one task, or on ``xgboost.dask`` over all workers, or by
+        size.
     show_progress : bool
         Progress bars on stderr for the fan-outs.
 
@@ -536,7 +587,8 @@ def run_job(
     -------
     JobResult
     """
-    executor = DaskExecutor(client, puf, engine, show_progress)
+    max_train_rows = (config or PUConfig()).max_train_rows
+    executor = DaskExecutor(client, puf, engine, show_progress, max_train_rows)
     return run_pipeline(
         executor,
         method=method,

@@ -28,6 +28,7 @@ from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
 from pulsnar_dask.core.model import Component, PUModel, package_version, subproblem_components
 from pulsnar_dask.core.schema import FeatureSchema
+from pulsnar_dask.core.scoring import check_booster_params
 from pulsnar_dask.core.subproblem import (
     SubproblemResult,
     calibrated_on_rows,
@@ -39,6 +40,7 @@ from pulsnar_dask.core.subproblem import (
     subproblems_alpha,
 )
 from pulsnar_dask.core.subtypes import (
+    Clustering,
     choose_method,
     choose_mixture,
     fit_bic_curve,
@@ -122,7 +124,8 @@ class Executor(Protocol):
     Attributes
     ----------
     engine : str
-        ``in-process``, ``task`` (one task per scoring) or ``dask`` (``xgboost.dask``).
+        ``in-process``, ``task`` (each fold model one task on its gathered training
+        rows) or ``dask`` (``xgboost.dask``).
     features : list of str
         The feature columns (after :meth:`read`: those of ``schema``).
     schema : FeatureSchema
@@ -232,6 +235,36 @@ def check_id_counts(id_name: str, missing: int, duplicates: int, examples: list 
         )
 
 
+def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Clustering:
+    """PULSNAR's clustering of the labeled positives: the importance model's gains pick
+    the features, mixtures of growing size are fitted on the positives' gain-scaled
+    values (:func:`~pulsnar_dask.core.subtypes.fit_bic_curve`), and the chosen one
+    assigns every positive (its clustering matrix and fits are dropped on return).
+
+    Raises
+    ------
+    PUError
+        If the importance model used no feature.
+    """
+    gain = executor.importance(config, seed)
+    try:
+        model_idx, cluster_idx = select_features(gain, config)
+    except ValueError as exc:
+        raise PUError(str(exc)) from None
+    cluster_cols = [executor.features[i] for i in cluster_idx]
+    X_positive = executor.positives(cluster_cols)
+    # categorical features as their codes: as indicators, a column of noise splits the
+    # positives by its categories (benchmarks/results/README.md, item 24)
+    Z = clustering_matrix(X_positive, gain[cluster_idx])
+    fits = fit_bic_curve(executor.map, Z, config, seed)
+    chosen, bic = choose_mixture(fits, config)
+    positive_labels = cluster_labels(chosen, Z, min_cluster_size(config, len(Z)))
+    # described by indicators of their categories, named "column=category"
+    X_described, names = executor.schema.one_hot(X_positive, cluster_cols)
+    profiles = subtype_profiles(X_described, positive_labels, names)
+    return make_clustering(chosen, bic, positive_labels, gain, model_idx, cluster_idx, profiles)
+
+
 def run_pipeline(
     executor: Executor,
     method: str = "auto",
@@ -307,6 +340,11 @@ def run_pipeline(
         raise PUError(f"too few rows for {config.n_folds} folds: {exc}") from None
     mark("input")
     features = executor.features
+    if config.xgb_params:
+        try:
+            check_booster_params(config.xgb_params, executor.schema.feature_types(), len(features))
+        except ValueError as exc:
+            raise PUError(f"invalid settings: {exc}") from None
     logger.info(
         "%d rows (%d positive), %d features, engine %s",
         labels.size,
@@ -342,8 +380,7 @@ def run_pipeline(
             for r, s in zip(requests, executor.score(requests), strict=True)
         ]
 
-    bic = np.array([])
-    evidence = profiles = clustering = None
+    evidence = clustering = None
     alternative: list[SubproblemResult] = []  # the other assumption's subproblems (auto)
     pulscar_first: SubproblemResult | None = None  # PULSCAR beside PULSNAR (auto)
     if method == "pulscar":
@@ -353,29 +390,11 @@ def run_pipeline(
         n_clusters = mixture_components = 1
     else:
         stage("PULSNAR: importance model and clustering of the positives")
-        gain = executor.importance(config, seed)
-        try:
-            model_idx, cluster_idx = select_features(gain, config)
-        except ValueError as exc:
-            raise PUError(str(exc)) from None
-        cluster_cols = [features[i] for i in cluster_idx]
-        X_positive = executor.positives(cluster_cols)
-        positive_ids = row_ids[labels == 1]
-        # categorical features as their codes: as indicators, a column of noise splits the
-        # positives by its categories (benchmarks/results/README.md, item 24)
-        Z = clustering_matrix(X_positive, gain[cluster_idx])
-        fits = fit_bic_curve(executor.map, Z, config, seed)
-        chosen, bic = choose_mixture(fits, config)
-        positive_labels = cluster_labels(chosen, Z, min_cluster_size(config, positive_ids.size))
-        # described by indicators of their categories, named "column=category"
-        X_described, names = executor.schema.one_hot(X_positive, cluster_cols)
-        profiles = subtype_profiles(X_described, positive_labels, names)
-        clustering = make_clustering(
-            chosen, bic, positive_labels, gain, model_idx, cluster_idx, profiles
-        )
+        clustering = cluster_positives(executor, config, seed)
+        positive_ids, positive_labels = row_ids[labels == 1], clustering.labels
         mark("clustering")
         n_clusters = clustering.n_clusters
-        model_cols = [features[i] for i in model_idx]
+        model_cols = [features[i] for i in clustering.model_features]
         stage(f"scoring: {n_clusters} cluster subproblem(s) x {iterations} iteration(s)")
         pending = [
             request(model_cols, positive_ids[positive_labels == c], it, f"cluster{c + 1}")
@@ -529,11 +548,11 @@ def run_pipeline(
         true_labels=true_labels,
         estimates=[r.estimate for r in first],
         subproblems=first,
-        bic=bic,
+        bic=clustering.bic if clustering is not None else np.array([]),
         mixture_components=mixture_components,
         method_evidence=evidence,
         clustering=clustering,
-        profiles=profiles if method == "pulsnar" else None,
+        profiles=clustering.profiles if method == "pulsnar" else None,
         cluster_groups=cluster_groups,
         alpha_interval=interval,
         settings=run_settings,
