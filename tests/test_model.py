@@ -28,7 +28,7 @@ def fitted(snar):
 
 @pytest.mark.parametrize("types", [None, ["c", "q", "q"]])
 def test_a_model_trained_from_the_histogram_index_is_the_dmatrix_model(types):
-    """Oracle: the fold models train on a QuantileDMatrix (less memory, faster); the
+    """Oracle: the fold models train on a QuantileDMatrix (no copy of the rows); the
     model is XGBoost's DMatrix model byte for byte, missing values and categories too."""
     import xgboost as xgb
 

@@ -138,7 +138,7 @@ def _fit(
     weight = (y.size - n_pos) / n_pos if n_pos else 1.0
     if params.get("tree_method", "hist") == "hist":
         # the histogram index built straight from the array: the same model as from a
-        # DMatrix (tested), a fifth faster and without the DMatrix's copy of the rows
+        # DMatrix (tested), without the DMatrix's copy of the rows
         dtrain = xgb.QuantileDMatrix(
             X,
             label=y,
