@@ -1,0 +1,94 @@
+"""The workers' malloc tuning: large blocks come from the heap again where Dask's nanny
+turned glibc's dynamic mmap threshold off, and nothing changes elsewhere."""
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pulsnar_dask.dask_executor.malloc import MALLOC_VARIABLES
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="glibc's malloc parameters (Linux)"
+)
+
+
+def new_block_mmapped_bytes() -> int:
+    """Bytes glibc mmaps for one new 4 MiB array (0: it came from the heap)."""
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [
+            (name, ctypes.c_size_t)
+            for name in (
+                *("arena", "ordblks", "smblks", "hblks", "hblkhd"),
+                *("usmblks", "fsmblks", "uordblks", "fordblks", "keepcost"),
+            )
+        ]
+
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = MallInfo2
+    block = np.ones(1 << 19)  # once first: glibc's dynamic threshold learns from a free
+    del block
+    before = libc.mallinfo2().hblkhd
+    block = np.ones(1 << 19)
+    grown = libc.mallinfo2().hblkhd - before
+    del block
+    return int(grown)
+
+
+PROBE = """
+import json
+from tests.test_malloc import new_block_mmapped_bytes
+from pulsnar_dask.dask_executor.malloc import tune_malloc
+before = new_block_mmapped_bytes()
+tuned = tune_malloc()
+print(json.dumps([before, tuned, new_block_mmapped_bytes()]))
+"""
+
+
+def probe(env: dict[str, str]) -> list:
+    """[mmapped bytes of a 4 MiB array, tune_malloc(), the same after] in a process
+    started with ``env`` (malloc reads its variables at start-up)."""
+    base = {k: v for k, v in os.environ.items() if k not in MALLOC_VARIABLES}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=os.path.dirname(os.path.dirname(__file__)),
+    )
+    return json.loads(out.stdout)
+
+
+def test_the_nanny_setting_is_undone():
+    before, tuned, after = probe({"MALLOC_TRIM_THRESHOLD_": "65536"})
+    assert before >= 4 * 2**20  # every large block mmapped, as on a Dask worker
+    assert tuned and after == 0
+
+
+def test_a_plain_process_keeps_glibcs_behaviour():
+    assert probe({}) == [0, False, 0]
+
+
+def test_the_users_own_choice_stands():
+    before, tuned, after = probe({"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TOP_PAD_": "0"})
+    assert before >= 4 * 2**20 and not tuned and after >= 4 * 2**20
+
+
+def test_the_dask_executor_tunes_every_worker(client):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from pulsnar_dask.dask_executor.engine import DaskExecutor
+    from pulsnar_dask.io import PUFrame
+
+    before = client.run(new_block_mmapped_bytes)
+    assert len(before) == 2 and all(v >= 4 * 2**20 for v in before.values()), before
+    frame = dd.from_pandas(pd.DataFrame({"f0": [0.0, 1.0], "label": [0, 1], "row_id": [0, 1]}))
+    DaskExecutor(client, PUFrame(frame, ["f0"], "label", "row_id", None))
+    assert list(client.run(new_block_mmapped_bytes).values()) == [0, 0]
