@@ -7,6 +7,7 @@ from helpers import run_cli, small_snar
 
 from pulsnar_dask import PULSNAR, make_pu_data
 from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.subproblem import subproblems_alpha
 from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.io import read_pu_parquet, write_pu_parquet
@@ -36,6 +37,23 @@ def test_task_engine_and_the_cli_match_the_in_memory_estimator(client, data, tmp
     assert status == 0, err
     assert summary["alpha"] == pytest.approx(est.alpha_, abs=1e-9)
     assert summary["cluster_alphas"] == pytest.approx(list(est.cluster_alphas_), abs=1e-9)
+
+
+def test_pulsnar_retrain_is_compared_with_pulscars_classifier(client, data):
+    """With true labels, the retrain's metrics are set beside the PU classifier's
+    (PULSCAR's scoring, trained alongside the retrain): the same probabilities a
+    PULSCAR run of the same seed gives."""
+    puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
+    config = PUConfig(interval_resamples=0)
+    snar = run_job(client, puf, "pulsnar", config, seed=2, classify=True, engine="task")
+    scar = run_job(client, puf, "pulscar", config, seed=2, engine="task")
+    truth = snar.true_labels > 0
+    assert np.array_equal(snar.row_ids, scar.row_ids)
+    assert snar.metrics == {
+        "without_pu": classification_metrics(truth, scar.probability),
+        "with_pu": classification_metrics(truth, snar.improved),
+    }
+    assert snar.metrics["with_pu"] != snar.metrics["without_pu"]
 
 
 def test_auto_method_matches_the_in_memory_estimator(client, data):
@@ -129,8 +147,6 @@ def test_auto_engine_follows_the_rows_a_model_trains_on():
 
 
 def test_unlabeled_cap_runs_in_both_engines(client, data):
-    from pulsnar_dask.core.config import PUConfig
-
     puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     capped = PUConfig(max_unlabeled_ratio=2.0)
     task = run_job(client, puf, method="pulscar", config=capped, seed=1, engine="task")

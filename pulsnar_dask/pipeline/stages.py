@@ -477,7 +477,17 @@ def run_pipeline(
         stage("calibrating probabilities")
         calibrated = calibrated_on_rows(row_ids, first, config, seed, maps)
     if classify:
-        stage("classification: retraining on recovered labels")
+        # with true labels, the PU classifier the retrain is compared with: PULSCAR's
+        # scoring, trained alongside the retrain where no subproblem has it yet
+        baseline_needed = true_labels is not None and method != "pulscar" and pulscar_first is None
+        stage(
+            "classification: retraining on recovered labels"
+            + (
+                " (and scoring PULSCAR, the baseline it is compared with)"
+                if baseline_needed
+                else ""
+            )
+        )
         new_labels = relabel_claimed(labels, first, cluster_alphas)
         try:
             check_subproblem(new_labels, config)
@@ -492,7 +502,9 @@ def run_pipeline(
             "classify",
             executor.schema.feature_types(features),
         )
-        scored = executor.score([retrain])[0]
+        scored, *baseline_scored = executor.score(
+            [retrain, request(features, None, 0)] if baseline_needed else [retrain]
+        )
         improved = scored.probabilities
         components = [Component(features, scored.models)]
         # the retrain's probabilities mapped to the recovered labels it was trained on
@@ -500,10 +512,9 @@ def run_pipeline(
         if true_labels is not None:
             if method == "pulscar":
                 baseline = probability
+            elif baseline_scored:
+                baseline = baseline_scored[0].probabilities
             else:
-                if pulscar_first is None:
-                    stage("metrics: scoring PULSCAR, the baseline the retrain is compared with")
-                    pulscar_first = subproblems([request(features, None, 0)])[0]
                 baseline = pulscar_first.probabilities
             metrics = {
                 "without_pu": classification_metrics(true_labels > 0, baseline),
