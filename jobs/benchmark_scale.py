@@ -33,8 +33,7 @@ STAGES = {
     "scoring:": "subproblems",
     "95% interval": "interval",
     "calibrating": "calibration",
-    "classification:": "retrain",
-    "metrics:": "metrics baseline",
+    "classification:": "retrain",  # with true labels, the metrics' PULSCAR baseline beside it
     "writing the predictions": "outputs",
 }
 

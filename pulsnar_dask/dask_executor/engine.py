@@ -54,7 +54,7 @@ from pulsnar_dask.core.schema import (
 from pulsnar_dask.core.scoring import booster_params, fold_model, fold_predictions
 from pulsnar_dask.core.subproblem import check_subproblem
 from pulsnar_dask.core.subtypes import importance_gain
-from pulsnar_dask.dask_executor.malloc import MallocTuning
+from pulsnar_dask.dask_executor.malloc import with_heap_blocks
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.io import PUFrame
 from pulsnar_dask.pipeline.result import JobResult
@@ -275,9 +275,6 @@ class DaskExecutor:
         self.requested_engine = self.engine = engine
         self.show_progress = show_progress
         self.max_train_rows = max_train_rows
-        # NumPy-heavy tasks (mixtures, resamples, predictions) ran 2.5x slower under the
-        # nanny's malloc setting (dask_executor/malloc.py)
-        client.register_plugin(MallocTuning())
 
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Settle the schema (the categorical features' categories are counted on the
@@ -443,14 +440,21 @@ class DaskExecutor:
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         """Submit every call at once; each array they share goes to the cluster once
-        (:func:`share`)."""
+        (:func:`share`). The calls (the mixtures, the interval's resamples) make many
+        few-MiB arrays: each runs with those served from the heap
+        (:func:`~pulsnar_dask.dask_executor.malloc.heap_blocks`)."""
         sent: dict[int, Future] = {}
         for args in calls:
             for a in args:
                 if isinstance(a, np.ndarray) and id(a) not in sent:
                     sent[id(a)] = share(self.client, a)
         futures = [
-            self.client.submit(fn, *[sent.get(id(a), a) for a in args], pure=False)
+            self.client.submit(
+                with_heap_blocks,
+                fn,
+                *[sent.get(id(a), a) for a in args],
+                key=f"{fn.__name__}-{uuid.uuid4().hex}",
+            )
             for args in calls
         ]
         return self._gather(futures)
