@@ -191,7 +191,8 @@ def write(
     names = [c for c in seconds.columns if c != "n_rows"]
     lines += [
         "",
-        "Seconds in each stage (from the run's log; the outputs run to the end of the process).",
+        "Seconds in each stage (from the run's log; the outputs run to the end of the process; "
+        "with true labels the retrain's stage also scores PULSCAR, the baseline of its metrics).",
         "",
         "| rows | " + " | ".join(names) + " |",
         "|---|" + "---|" * len(names),
