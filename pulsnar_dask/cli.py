@@ -117,7 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--quiet", action="store_true")
     demo.add_argument("--debug", action="store_true")
     for p in (synth, run, score):
-        p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+        p.add_argument(
+            "--quiet",
+            action="store_true",
+            help="no progress bars (drawn only when stderr is a terminal; a log gets the "
+            "stages' lines)",
+        )
         p.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
 
@@ -313,7 +318,8 @@ def _run(args: argparse.Namespace) -> dict:
                     calibrate_probabilities=args.calibrate,
                     classify=args.classify,
                     engine=args.engine,
-                    show_progress=not args.quiet,
+                    # bars redrawn ten times a second would fill a batch job's log
+                    show_progress=not args.quiet and sys.stderr.isatty(),
                 )
             columns = {"probability": result.probability}
             if result.calibrated is not None:

@@ -1,6 +1,8 @@
 """The command line: synth's schema, a local run's outputs, and one clear line per mistake."""
 
 import json
+import os
+import pty
 import subprocess
 import sys
 
@@ -174,6 +176,30 @@ def test_module_entry_point_runs(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_progress_bars_are_drawn_on_a_terminal(data, tmp_path):
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pulsnar_dask", "run", "--input", str(data), "--method",
+         "pulscar", "--out", str(tmp_path / "out"), "--n-workers", "2",
+         "--interval-resamples", "0"],
+        stdout=subprocess.PIPE, stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the command closed the terminal's other end
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    proc.communicate(timeout=300)
+    assert proc.returncode == 0
+    assert "Completed" in b"".join(chunks).decode(errors="replace")
+
+
 def test_progress_goes_to_stderr_and_stdout_holds_only_the_summary(data, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "pulsnar_dask", "run", "--input", str(data), "--method",
@@ -186,7 +212,9 @@ def test_progress_goes_to_stderr_and_stdout_holds_only_the_summary(data, tmp_pat
     summary = json.loads(line)
     assert "alpha_interval" not in summary and "interval" not in summary["stage_seconds"]
     assert summary == json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert "Completed" in proc.stderr
+    # stderr is no terminal here: the stages' lines, no progress bars
+    assert "scoring: 1 cross-validated XGBoost run(s)" in proc.stderr
+    assert "Completed" not in proc.stderr
     # the headline closes stderr and opens the report
     hidden = summary["hidden_positives"]
     assert hidden == round(summary["alpha"] * summary["n_unlabeled"])
