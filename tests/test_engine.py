@@ -54,6 +54,10 @@ def test_pulsnar_retrain_is_compared_with_pulscars_classifier(client, data):
         "with_pu": classification_metrics(truth, snar.improved),
     }
     assert snar.metrics["with_pu"] != snar.metrics["without_pu"]
+    # auto with several clusters scored PULSCAR beside them: the same baseline
+    auto = run_job(client, puf, "auto", config, seed=2, classify=True, engine="task")
+    assert auto.method_evidence["n_clusters"] > 1
+    assert auto.metrics["without_pu"] == snar.metrics["without_pu"]
 
 
 def test_auto_method_matches_the_in_memory_estimator(client, data):

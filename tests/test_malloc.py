@@ -12,8 +12,17 @@ import pytest
 
 from pulsnar_dask.dask_executor.malloc import MALLOC_VARIABLES
 
+
+def _glibc_version() -> tuple[int, ...]:
+    try:
+        name, version = os.confstr("CS_GNU_LIBC_VERSION").split()
+    except (AttributeError, ValueError, OSError):
+        return ()
+    return tuple(int(v) for v in version.split(".")[:2]) if name == "glibc" else ()
+
+
 pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="glibc's malloc parameters (Linux)"
+    _glibc_version() < (2, 33), reason="glibc's malloc parameters and mallinfo2 (glibc 2.33+)"
 )
 
 
@@ -41,7 +50,9 @@ def new_block_mmapped_bytes() -> int:
 
 
 PROBE = """
-import json
+import json, os, sys
+if sys.argv[1:] == ["late"]:  # set after start-up, as a nanny sets its own process's
+    os.environ["MALLOC_TRIM_THRESHOLD_"] = "65536"
 from tests.test_malloc import new_block_mmapped_bytes
 from pulsnar_dask.dask_executor.malloc import heap_blocks
 before = new_block_mmapped_bytes()
@@ -51,13 +62,14 @@ print(json.dumps([before, changed, inside, new_block_mmapped_bytes()]))
 """
 
 
-def probe(env: dict[str, str]) -> list:
+def probe(env: dict[str, str], *args: str) -> list:
     """Mmapped bytes of a new 4 MiB array before ``heap_blocks``, whether it changed
     anything, the same inside it and after it, in a process started with ``env``
     (malloc reads its variables at start-up)."""
-    base = {k: v for k, v in os.environ.items() if k not in MALLOC_VARIABLES}
+    ours = (*MALLOC_VARIABLES, "GLIBC_TUNABLES")
+    base = {k: v for k, v in os.environ.items() if k not in ours}
     out = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", PROBE, *args],
         env={**base, **env},
         capture_output=True,
         text=True,
@@ -76,6 +88,9 @@ def test_the_nanny_setting_is_lifted_for_the_block_only():
 
 def test_a_plain_process_keeps_glibcs_behaviour():
     assert probe({}) == [0, False, 0, 0]
+    # a variable put into os.environ after start-up was never read by glibc: its
+    # dynamic threshold is on, and a fixed value put back after the block would end it
+    assert probe({}, "late") == [0, False, 0, 0]
 
 
 def test_the_users_own_choice_stands():

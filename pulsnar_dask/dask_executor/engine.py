@@ -34,6 +34,7 @@ from typing import Any
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from dask.utils import funcname
 from distributed import Client, Future, progress, wait
 
 from pulsnar_dask.core.config import PUConfig
@@ -453,7 +454,7 @@ class DaskExecutor:
                 with_heap_blocks,
                 fn,
                 *[sent.get(id(a), a) for a in args],
-                key=f"{fn.__name__}-{uuid.uuid4().hex}",
+                key=f"{funcname(fn)}-{uuid.uuid4().hex}",
             )
             for args in calls
         ]
