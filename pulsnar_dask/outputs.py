@@ -129,6 +129,17 @@ class RunOutput:
                 f"{self.url} holds files that are not a run's ({shown}); "
                 "choose a new or empty location"
             )
+        # a run killed outright (SIGKILL, a lost node) leaves its staged files; they may
+        # be large, and they are another run's, so they are named, not removed
+        stale = sorted(n for n in entries if n.startswith((STAGING_PREFIX, PREVIOUS_PREFIX)))
+        if stale:
+            logger.warning(
+                "%s holds %d folder(s) an interrupted run left (%s); they are kept: remove "
+                "them when no run is writing there",
+                self.url,
+                len(stale),
+                ", ".join(stale[:3]) + (", ..." if len(stale) > 3 else ""),
+            )
         probe = f"{self.path}/{PROBE_PREFIX}{uuid.uuid4().hex[:12]}"
         top = self._first_missing_folder()
         try:

@@ -49,6 +49,21 @@ def test_commit_replaces_every_file_of_the_older_run(tmp_path):
     assert json.loads((run / "summary.json").read_text()) == {"alpha": 0.3}
 
 
+def test_folders_an_interrupted_run_left_are_named_and_kept(tmp_path, caplog):
+    _finished_run(tmp_path / "run")
+    left = tmp_path / "run" / "_staging-0123456789ab"  # a run killed before its commit
+    left.mkdir()
+    (left / "report.html").write_text("unfinished")
+    out = RunOutput(str(tmp_path / "run"), overwrite=True)
+    with caplog.at_level("WARNING", logger="pulsnar_dask.outputs"):
+        out.prepare()
+    assert "holds 1 folder(s) an interrupted run left (_staging-0123456789ab)" in caplog.text
+    out.write_summary({"alpha": 0.3})
+    out.commit()
+    out.discard_staging()
+    assert (left / "report.html").read_text() == "unfinished"
+
+
 @pytest.mark.parametrize("name", ["notes.txt", "holiday.png"])
 def test_a_location_with_other_files_is_refused_and_kept(tmp_path, name):
     (tmp_path / "mine").mkdir()
