@@ -320,6 +320,7 @@ def _run(args: argparse.Namespace) -> dict:
                     engine=args.engine,
                     # bars redrawn ten times a second would fill a batch job's log
                     show_progress=not args.quiet and sys.stderr.isatty(),
+                    on_stage=_stage,
                 )
             columns = {"probability": result.probability}
             if result.calibrated is not None:
@@ -341,6 +342,7 @@ def _run(args: argparse.Namespace) -> dict:
                     output.write_bytes(name, data)
                 output.write_bytes("report.html", page.encode())
                 output.write_summary(summary)
+                _stop_if_signalled()
                 output.commit()
         finally:
             output.discard_staging()
@@ -392,6 +394,7 @@ def _score(args: argparse.Namespace) -> dict:
             }
             with _writing(args.out):
                 output.write_summary(summary)
+                _stop_if_signalled()
                 output.commit()
         finally:
             output.discard_staging()
@@ -464,13 +467,34 @@ def _names_a_cluster(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "scheduler", None) or getattr(args, "cluster_config", None))
 
 
+_signalled: list[int] = []  # the stopping signals this command received
+
+
 def _terminate(signum: int, frame) -> None:
     """SIGINT and SIGTERM: stop. Dask's own loggers go quiet first, so that the cluster's
     shutdown (tasks cancelled under it) adds no tracebacks to the one line (no import
-    here: the signal may arrive in the middle of one)."""
+    here: the signal may arrive in the middle of one).
+
+    The interrupt is raised wherever the main thread is; inside a callback whose errors
+    Python only prints (one of distributed's garbage-collector callbacks, in a test run)
+    it is lost, so the signal is also recorded, and the command stops at the next stage
+    or before it commits any output (:func:`_stop_if_signalled`)."""
+    _signalled.append(signum)
     for name in _distributed_loggers():
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _stop_if_signalled() -> None:
+    """Raise the interrupt of a stopping signal whose own raise was lost."""
+    if _signalled:
+        raise KeyboardInterrupt(f"signal {_signalled[0]}")
+
+
+def _stage(text: str) -> None:
+    """A pipeline stage starts: stop if a signal came, else log the stage."""
+    _stop_if_signalled()
+    logging.getLogger("pulsnar_dask.pipeline.stages").info(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -483,6 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    _signalled.clear()
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
     try:

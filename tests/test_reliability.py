@@ -90,3 +90,36 @@ def test_ctrl_c_stops_with_one_line_and_leaves_nothing(medium, tmp_path):
     assert not out.exists()  # nothing staged stays, and the location did not exist before
     _, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, [p.pid for p in alive]
+
+
+def test_a_lost_interrupt_still_stops_before_any_output(medium, tmp_path, monkeypatch, capsys):
+    """A signal whose interrupt was raised inside a callback that swallows errors (one
+    of distributed's garbage-collector callbacks, in a test run) still stops the command
+    before it commits anything."""
+    import contextlib
+    import logging
+
+    from pulsnar_dask import cli
+    from pulsnar_dask.outputs import RunOutput
+
+    levels = {name: logging.getLogger(name).level for name in cli._distributed_loggers()}
+    write_summary = RunOutput.write_summary
+
+    def signalled_while_writing(self, summary):
+        # lost, as in a callback whose errors Python only prints
+        with contextlib.suppress(KeyboardInterrupt):
+            cli._terminate(signal.SIGTERM, None)
+        write_summary(self, summary)
+
+    monkeypatch.setattr(RunOutput, "write_summary", signalled_while_writing)
+    try:
+        status = cli.main(
+            ["run", "--input", str(medium), "--method", "pulscar", "--out",
+             str(tmp_path / "out"), "--n-workers", "2", "--interval-resamples", "0", "--quiet"]
+        )  # fmt: skip
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+    assert status == 130
+    assert "interrupted: stopped, no summary written" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
