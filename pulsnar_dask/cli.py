@@ -320,7 +320,7 @@ def _run(args: argparse.Namespace) -> dict:
                     engine=args.engine,
                     # bars redrawn ten times a second would fill a batch job's log
                     show_progress=not args.quiet and sys.stderr.isatty(),
-                    on_stage=_stage,
+                    on_stage=lambda _: _stop_if_signalled(),  # a lost signal stops here
                 )
             columns = {"probability": result.probability}
             if result.calibrated is not None:
@@ -489,12 +489,6 @@ def _stop_if_signalled() -> None:
     """Raise the interrupt of a stopping signal whose own raise was lost."""
     if _signalled:
         raise KeyboardInterrupt(f"signal {_signalled[0]}")
-
-
-def _stage(text: str) -> None:
-    """A pipeline stage starts: stop if a signal came, else log the stage."""
-    _stop_if_signalled()
-    logging.getLogger("pulsnar_dask.pipeline.stages").info(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -295,7 +295,7 @@ def run_pipeline(
     classify : bool
         Retrain on recovered labels (Algorithm 4); calibrates first.
     on_stage : callable or None
-        Called with a short description as each stage starts.
+        Called with a short description as each stage starts, before its log line.
     settings : dict or None
         Entries added to the result's ``settings`` (what the caller was asked for).
 
@@ -317,7 +317,12 @@ def run_pipeline(
     requested, asked = method, config
     if config.n_threads is None and executor.threads is not None:
         config = config.with_(n_threads=executor.threads)
-    stage = on_stage or (lambda text: logger.info(text))
+
+    def stage(text: str) -> None:
+        if on_stage is not None:
+            on_stage(text)
+        logger.info(text)
+
     start = time.perf_counter()
     timings: dict[str, float] = {}
 
