@@ -440,6 +440,11 @@ def bad_inputs(tmp_path_factory):
         ["--xgb-params", '{"max_depth": -3}'],
         "xgb_params: value -3 for Parameter max_depth should be greater equal to 0",
     )
+    cases["per-feature xgboost parameter"] = (
+        put("ok8", frame),
+        ["--xgb-params", '{"monotone_constraints": [1, 0, 0]}'],
+        "xgb_params: monotone_constraints has 3 values for the table's 2 features",
+    )
     return cases
 
 
@@ -455,6 +460,7 @@ BAD_INPUTS = [
     "output holds other files",
     "folds 1", "bin method", "storage options", "cluster fraction",
     "one resample", "misspelt xgboost parameter", "xgboost parameter value",
+    "per-feature xgboost parameter",
 ]  # fmt: skip
 
 

@@ -148,3 +148,45 @@ def test_each_alpha_reader_is_used_for_every_cluster_and_kernel_is_the_default(s
         ]
         np.testing.assert_allclose(reread, other.cluster_alphas_)
     assert abs(model.alpha_ - snar.true_alpha) < 0.05
+
+
+def test_per_feature_xgboost_parameters_follow_the_features_into_every_subproblem(snar):
+    from pulsnar_dask.core.scoring import column_params
+
+    table = [f"f{i}" for i in range(8)]
+    # the list (by table position), XGBoost's string and the mapping by name are one setting,
+    # and a model on some of the features in another order gets its own positions
+    for given in ([0] * 7 + [-1], "(0,0,0,0,0,0,0,-1)", {"f7": -1}):
+        params = column_params({"monotone_constraints": given, "eta": 0.1}, table, table)
+        assert params == {"monotone_constraints": "(0,0,0,0,0,0,0,-1)", "eta": 0.1}
+        sub = column_params({"monotone_constraints": given}, table, ["f7", "f2", "f0"])
+        assert sub == {"monotone_constraints": "(-1,0,0)"}
+    sets = {"interaction_constraints": [["f7", 0], [2, "f3"]]}
+    assert column_params(sets, table, ["f3", "f0", "f7"]) == {
+        "interaction_constraints": "[[2, 1], [0]]"
+    }
+
+    # PULSNAR's subproblems see the features by decreasing gain: the constraint, given by
+    # table position, must still hold on f7 in every subproblem's models
+    X = pd.DataFrame(snar.X, columns=table)
+    est = PULSNAR(
+        random_state=0,
+        n_jobs=2,
+        max_clusters=4,
+        xgb_params={"monotone_constraints": "(0,0,0,0,0,0,0,-1)"},
+    ).fit(X, snar.label)
+    components = est.model_.components
+    assert len(components) == est.n_clusters_ > 1
+    assert any(c.features.index("f7") != 7 for c in components)  # the positions do move
+    rows = snar.X[:40].astype(np.float32)
+    grid = np.linspace(snar.X[:, 7].min(), snar.X[:, 7].max(), 25)
+    for c in components:
+        where = c.features.index("f7")
+        columns = [table.index(f) for f in c.features]
+        curves = []
+        for value in grid:
+            varied = rows[:, columns].copy()
+            varied[:, where] = value
+            curves.append(c.probability(varied))
+        steps = np.diff(np.array(curves), axis=0)
+        assert steps.max() <= 1e-6, c.features

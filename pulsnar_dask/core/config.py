@@ -180,7 +180,9 @@ class PUConfig:
     )
     xgb_params: Mapping[str, Any] = option(
         help="XGBoost parameter overrides (defaults: max_depth=4, eta=0.2, hist trees, "
-        "64 bins); on the command line a JSON object.",
+        "64 bins); on the command line a JSON object. monotone_constraints and "
+        "interaction_constraints are given for the table's features, by position or by name "
+        '({"age": 1}), and rewritten for each model\'s own features.',
         type="mapping",
         factory=dict,
         flag="--xgb-params",

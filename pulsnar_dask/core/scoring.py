@@ -12,6 +12,7 @@ and the import would add about half a second to every run's start-up.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,110 @@ def booster_params(
     if n_threads is not None:
         params["nthread"] = int(n_threads)
     return params
+
+
+def column_params(
+    overrides: Mapping[str, Any], table: Sequence[str], columns: Sequence[str]
+) -> dict[str, Any]:
+    """Return XGBoost parameters for a model on ``columns``, with the parameters that hold
+    one entry per feature, given for the table's features, rewritten for those columns.
+
+    A model sees a subset of the table's features in its own order (PULSNAR's subproblems
+    take the features the importance model split on, by decreasing gain), so XGBoost's
+    positional forms given for the table would constrain the wrong features.
+
+    Parameters
+    ----------
+    overrides : mapping
+        The user's XGBoost parameters. ``monotone_constraints``: XGBoost's string
+        ``"(1,0,-1)"`` or a list, one value in {-1, 0, 1} per table feature in order, or a
+        mapping from feature name to such a value (features left out: 0).
+        ``interaction_constraints``: a list of sets, each a list of feature names or table
+        positions, or XGBoost's string of such a list; features the model does not see
+        leave the sets.
+    table : sequence of str
+        The table's features, in order.
+    columns : sequence of str
+        The features the model sees, in its order.
+
+    Returns
+    -------
+    dict
+        ``overrides`` with those parameters in XGBoost's positional string forms over
+        ``columns``.
+
+    Raises
+    ------
+    ValueError
+        If a per-feature parameter has the wrong length, an unknown feature or a value
+        out of range.
+    """
+    params = dict(overrides)
+    position = {name: i for i, name in enumerate(table)}
+    if "monotone_constraints" in params:
+        by_name = _monotone_by_name(params["monotone_constraints"], list(table))
+        values = [by_name.get(c, 0) for c in columns]
+        params["monotone_constraints"] = "(" + ",".join(str(v) for v in values) + ")"
+    if "interaction_constraints" in params:
+        sets = _interaction_sets(params["interaction_constraints"], list(table), position)
+        where = {name: i for i, name in enumerate(columns)}
+        kept = [[where[n] for n in s if n in where] for s in sets]
+        params["interaction_constraints"] = json.dumps([s for s in kept if s])
+    return params
+
+
+def _monotone_by_name(value: Any, table: list[str]) -> dict[str, int]:
+    """``monotone_constraints`` as {feature: -1, 0 or 1} (see :func:`column_params`)."""
+    name = "xgb_params: monotone_constraints"
+    if isinstance(value, Mapping):
+        unknown = [k for k in value if k not in table]
+        if unknown:
+            raise ValueError(f"{name} names unknown feature(s) {', '.join(map(str, unknown))}")
+        pairs = list(value.items())
+    else:
+        if isinstance(value, str):
+            text = value.strip().strip("()[]").strip()
+            try:
+                value = [int(v) for v in text.split(",")] if text else []
+            except ValueError:
+                raise ValueError(f"{name} {value!r} is not a list of -1, 0 and 1") from None
+        if not isinstance(value, Sequence) or len(value) != len(table):
+            length = len(value) if isinstance(value, Sequence) else "no"
+            raise ValueError(
+                f"{name} has {length} values for the table's {len(table)} features (one per "
+                "feature in order, or a mapping from feature name to -1, 0 or 1)"
+            )
+        pairs = list(zip(table, value, strict=True))
+    bad = [f"{k}={v!r}" for k, v in pairs if isinstance(v, bool) or v not in (-1, 0, 1)]
+    if bad:
+        raise ValueError(f"{name} takes -1, 0 or 1 per feature, got {', '.join(bad)}")
+    return {k: int(v) for k, v in pairs}
+
+
+def _interaction_sets(value: Any, table: list[str], position: dict[str, int]) -> list[list[str]]:
+    """``interaction_constraints`` as lists of feature names (see :func:`column_params`)."""
+    name = "xgb_params: interaction_constraints"
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError(f"{name} {value!r} is not a list of lists of features") from None
+    if not isinstance(value, Sequence) or not all(
+        isinstance(s, Sequence) and not isinstance(s, str) for s in value
+    ):
+        raise ValueError(f"{name} must be a list of lists of feature names or positions")
+    sets = []
+    for group in value:
+        names = []
+        for f in group:
+            if isinstance(f, str) and f in position:
+                names.append(f)
+            elif isinstance(f, int) and not isinstance(f, bool) and 0 <= f < len(table):
+                names.append(table[f])
+            else:
+                raise ValueError(f"{name}: {f!r} is not a feature name or position of the table")
+        sets.append(names)
+    return sets
 
 
 # Parameters that depend on the machine the models train on, not checked on the client.

@@ -28,7 +28,7 @@ from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
 from pulsnar_dask.core.model import Component, PUModel, package_version, subproblem_components
 from pulsnar_dask.core.schema import FeatureSchema
-from pulsnar_dask.core.scoring import check_booster_params
+from pulsnar_dask.core.scoring import check_booster_params, column_params
 from pulsnar_dask.core.subproblem import (
     SubproblemResult,
     calibrated_on_rows,
@@ -347,9 +347,20 @@ def run_pipeline(
     features = executor.features
     if config.xgb_params:
         try:
-            check_booster_params(config.xgb_params, executor.schema.feature_types(), len(features))
+            check_booster_params(
+                column_params(config.xgb_params, features, features),
+                executor.schema.feature_types(),
+                len(features),
+            )
         except ValueError as exc:
             raise PUError(f"invalid settings: {exc}") from None
+
+    def for_columns(columns: Sequence[str], **changes: Any) -> PUConfig:
+        # a model's XGBoost parameters, per-feature ones rewritten for its columns
+        return config.with_(
+            xgb_params=column_params(config.xgb_params, features, columns), **changes
+        )
+
     logger.info(
         "%d rows (%d positive), %d features, engine %s",
         labels.size,
@@ -363,7 +374,7 @@ def run_pipeline(
             list(columns),
             positive_ids,
             None,
-            config,
+            for_columns(columns),
             seed + it,
             f"{name}-it{it}",
             executor.schema.feature_types(columns),
@@ -395,7 +406,7 @@ def run_pipeline(
         n_clusters = mixture_components = 1
     else:
         stage("PULSNAR: importance model and clustering of the positives")
-        clustering = cluster_positives(executor, config, seed)
+        clustering = cluster_positives(executor, for_columns(features), seed)
         positive_ids, positive_labels = row_ids[labels == 1], clustering.labels
         mark("clustering")
         n_clusters = clustering.n_clusters
@@ -502,7 +513,7 @@ def run_pipeline(
             features,
             None,
             row_ids[new_labels > labels],
-            config.with_(max_unlabeled_ratio=None),
+            for_columns(features, max_unlabeled_ratio=None),
             seed,
             "classify",
             executor.schema.feature_types(features),
