@@ -124,6 +124,14 @@ def _type_kind(arrow_type: Any) -> str:
     return str(arrow_type)
 
 
+def _is_null(arrow_type: Any) -> bool:
+    """Arrow's type of a column that holds no value (pandas writes an all-``None``
+    column so)."""
+    import pyarrow.types as pat
+
+    return pat.is_null(arrow_type)
+
+
 # Arrow types whose values no model can use (lists, structs, maps, raw bytes): pandas
 # holds them as Python objects, which would otherwise pass for text.
 def _is_nested_or_binary(arrow_type: Any) -> bool:
@@ -137,24 +145,17 @@ def _is_nested_or_binary(arrow_type: Any) -> bool:
     )
 
 
-def unusable_columns(path: str, storage_options: dict[str, Any] | None = None) -> dict[str, str]:
-    """Columns of a Parquet file or dataset (its first data file's footer) holding lists,
-    structs, maps or bytes: name -> Arrow type."""
-    import pyarrow.parquet as pq
+def read_schema(fs: Any, files: list[str], url: str) -> tuple[Any, list[str]]:
+    """The Arrow schema of a Parquet file or dataset, from its files' footers, after
+    refusing files that differ in their columns or in a column's type beyond numeric
+    width (an int in one file and a float in another is read as one numeric column).
 
-    fs, fs_path = fsspec.core.url_to_fs(path, **(storage_options or {}))
-    files = _data_files(fs, fs_path) if fs.isdir(fs_path) else [fs_path]
-    if not files:
-        return {}
-    with fs.open(files[0]) as handle:
-        schema = pq.read_schema(handle)
-    return {f.name: str(f.type) for f in schema if _is_nested_or_binary(f.type)}
-
-
-def check_same_schema(fs: Any, path: str, url: str) -> None:
-    """Refuse a dataset whose files differ in their columns, or in a column's type beyond
-    numeric width (an int in one file and a float in another is read as one numeric
-    column); only the files' footers are read.
+    Returns
+    -------
+    (schema, filled)
+        The first file's schema, where a column with no value (Arrow's ``null`` type)
+        takes the type the other files give it; ``filled``: the columns that have no
+        value in some files and a type in others.
 
     Raises
     ------
@@ -162,10 +163,6 @@ def check_same_schema(fs: Any, path: str, url: str) -> None:
         Naming the first file that differs from the dataset's first file, and how.
     """
     import pyarrow.parquet as pq
-
-    files = _data_files(fs, path)
-    if len(files) < 2:
-        return
 
     def schema(file: str) -> Any:
         with fs.open(file) as handle:
@@ -189,16 +186,34 @@ def check_same_schema(fs: Any, path: str, url: str) -> None:
             )
             raise PUError(f"the files of {url} differ in their columns: {shown} {what}")
         for name, kind in here.items():
+            if "null" in (kind, first[name]):
+                continue
             if kind != first[name]:
                 raise PUError(
                     f"the files of {url} differ in column '{name}': {kind} in {shown}, "
                     f"{first[name]} in {reference}"
                 )
+    merged, filled = schemas[0], []
+    for i, f in enumerate(merged):
+        types = [s.field(f.name).type for s in schemas]
+        typed = [t for t in types if not _is_null(t)]
+        if typed and len(typed) < len(types):
+            filled.append(f.name)
+            merged = merged.set(i, f.with_type(typed[0]))
+    return merged, filled
 
 
-def open_parquet(path: str, storage_options: dict[str, Any] | None = None) -> dd.DataFrame:
+def open_parquet(
+    path: str, storage_options: dict[str, Any] | None = None
+) -> tuple[dd.DataFrame, Any]:
     """Open a Parquet file or dataset lazily, after checking it is there and its files
-    agree (:func:`check_same_schema`).
+    agree (:func:`read_schema`).
+
+    Returns
+    -------
+    (frame, schema)
+        The table, and its Arrow schema (:func:`read_schema`): a column with no value in
+        any file has Arrow's ``null`` type, and pandas' ``object`` in the frame.
 
     Raises
     ------
@@ -218,9 +233,16 @@ def open_parquet(path: str, storage_options: dict[str, Any] | None = None) -> dd
     if not exists:
         raise PUError(f"input {path} does not exist")
     try:
-        if fs.isdir(fs_path):
-            check_same_schema(fs, fs_path, path)
-        return dd.read_parquet(path, storage_options=storage_options)
+        files = _data_files(fs, fs_path) if fs.isdir(fs_path) else [fs_path]
+        if not files:
+            return dd.read_parquet(path, storage_options=storage_options), None
+        schema, filled = read_schema(fs, files, path)
+        # the merged schema, so a column with no value in the first file is read as the
+        # others have it; the files with no value in it still give pandas objects
+        frame = dd.read_parquet(path, storage_options=storage_options, dataset={"schema": schema})
+        if filled:
+            frame = frame.astype({name: frame.dtypes[name] for name in filled})
+        return frame, schema
     except PUError:
         raise
     except Exception as exc:  # pyarrow raises several types for non-Parquet input
@@ -278,15 +300,25 @@ def read_rows_to_score(
         For a feature the input lacks, or one whose type cannot hold the model's values
         (text where the model has numbers, numbers where its categories are text).
     """
-    frame = open_parquet(path, storage_options)
+    frame, arrow = open_parquet(path, storage_options)
     _require_named(frame, path, [("id", id_col)])
     missing = schema.missing(frame.columns)
     if missing:
         raise PUError(f"{path} lacks feature column(s) the model needs: {', '.join(missing)}")
+    empty = [n for n in schema.names if arrow is not None and _is_null(arrow.field(n).type)]
+    if empty:
+        # missing in every row, which the models take as they take any missing value
+        logger.warning(
+            "column(s) with no value in %s, scored as missing: %s", path, ", ".join(empty)
+        )
+        numeric = [n for n in empty if n not in schema.categories]
+        frame = frame.astype(dict.fromkeys(numeric, "float32"))
     for name in schema.names:
         dtype = frame.dtypes[name]
         categories = schema.categories.get(name)
         text = categories is not None and any(isinstance(v, str) for v in categories)
+        if name in empty:
+            continue
         if categories is None and not is_numeric(dtype):
             raise PUError(f"column '{name}' of {path} is {dtype}; the model has it numeric")
         if text and is_numeric(dtype):
@@ -338,7 +370,7 @@ def read_pu_parquet(
         For a missing path, a non-Parquet input, an empty dataset, missing columns or
         columns of a type no model can use.
     """
-    frame = open_parquet(path, storage_options)
+    frame, arrow = open_parquet(path, storage_options)
     columns = list(frame.columns)
     if (
         true_label_col is None
@@ -364,14 +396,19 @@ def read_pu_parquet(
         )
     reserved = {label_col, id_col, true_label_col}
     named = features is not None
-    nested = unusable_columns(path, storage_options)
+    # lists, structs, maps, bytes and columns with no value: no model can use them
+    unusable = {
+        f.name: "null: no value in any row" if _is_null(f.type) else str(f.type)
+        for f in (arrow or [])
+        if _is_nested_or_binary(f.type) or _is_null(f.type)
+    }
 
     def type_of(column: str) -> str:
-        return nested.get(column, str(frame.dtypes[column]))
+        return unusable.get(column, str(frame.dtypes[column]))
 
     def usable(column: str) -> bool:
         dtype = frame.dtypes[column]
-        return column not in nested and (is_numeric(dtype) or is_categorical(dtype))
+        return column not in unusable and (is_numeric(dtype) or is_categorical(dtype))
 
     skipped: dict[str, str] = {}
     if features is None:

@@ -524,6 +524,7 @@ def test_text_columns_are_categorical_and_others_skipped_with_a_warning(tmp_path
             "seen": pd.Timestamp(0),
             "visits": [[1, 2], [3]],
             "blob": [b"x", b"y"],
+            "empty": None,
             "label": [1, 0],
         }
     )
@@ -534,8 +535,23 @@ def test_text_columns_are_categorical_and_others_skipped_with_a_warning(tmp_path
     assert puf.categorical == ["name"]  # numeric codes stay numeric unless named
     assert (
         "skipping column(s) of a type no model can use: seen (datetime64[ns]), "
-        "visits (list<element: int64>), blob (binary)"
+        "visits (list<element: int64>), blob (binary), empty (null: no value in any row)"
     ) in caplog.text
+    assert (
+        puf.left_out(puf.features)["empty"] == "a type no model can use (null: no value in any row)"
+    )
+    # a file where a column has no value (Arrow's null type) takes the other files' type,
+    # first file or not, and the values of the others are read
+    for first in (0, 1):
+        folder = tmp_path / f"nulls{first}"
+        folder.mkdir()
+        halves = [frame.iloc[:1].assign(f0=None), frame.iloc[1:]]
+        for i in range(2):
+            halves[i].to_parquet(folder / f"part.{i if first == 0 else 1 - i}.parquet", index=False)
+        puf = read_pu_parquet(str(folder))
+        assert puf.features == ["f0", "name", "code"]
+        values = puf.frame.compute().sort_values("label")["f0"]
+        assert values.dtype.kind == "f" and values.isna().tolist() == [False, True]
     puf = read_pu_parquet(str(tmp_path / "mixed.parquet"), categorical=["code"])
     assert puf.categorical == ["name", "code"]
     # a dataset whose files end in .pq, as Dask reads them too

@@ -146,7 +146,7 @@ def run_dir(tmp_path_factory):
     return tmp, frame
 
 
-def test_run_saves_a_model_and_score_applies_it_on_the_workers(run_dir, capsys):
+def test_run_saves_a_model_and_score_applies_it_on_the_workers(run_dir, capsys, caplog):
     tmp, frame = run_dir
     summary = json.loads((tmp / "run" / "summary.json").read_text())
     assert summary["model"].endswith("model") and summary["categorical_features"] == ["region"]
@@ -173,6 +173,21 @@ def test_run_saves_a_model_and_score_applies_it_on_the_workers(run_dir, capsys):
     assert scored["expected_positives"] == pytest.approx(calibrated.sum(), abs=0.05)
     missing = model.predict_frame(new.iloc[:4].assign(region=None))[0]
     np.testing.assert_array_equal(probability[:4], missing)
+    # a batch where a feature has no value at all (written as Arrow's null type): scored
+    # as missing, as NaN would be, with a warning
+    empty = new.assign(f1=None, region=None)
+    empty.to_parquet(tmp / "empty.parquet", index=False)
+    with caplog.at_level("WARNING", logger="pulsnar_dask.io"):
+        status, _, err = run_cli(
+            ["score", "--model", str(tmp / "run"), "--input", str(tmp / "empty.parquet"),
+             "--id-col", "uid", "--out", str(tmp / "scored_empty"), "--n-workers", "1"],
+            capsys,
+        )  # fmt: skip
+    assert status == 0, err
+    assert "with no value in" in caplog.text and "scored as missing: f1, region" in caplog.text
+    got = pd.read_parquet(tmp / "scored_empty" / "predictions").set_index("uid").loc[new["uid"]]
+    expected = model.predict_frame(new.assign(f1=np.nan, region=None))[0]
+    np.testing.assert_array_equal(got["probability"].to_numpy(), expected)
 
 
 N_SCORED = 1500  # the rows of run_dir's data: 300 positives and 1,200 unlabeled
