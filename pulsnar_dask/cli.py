@@ -281,6 +281,10 @@ def _run(args: argparse.Namespace) -> dict:
     storage_options = parse_storage_options(args.storage_options)
     output = RunOutput(args.out, storage_options, overwrite=args.overwrite)
     output.check_apart_from(args.input)
+    if args.performance_report:
+        # written as the job ends, outside the run's staging: inside --out it would be a
+        # file that is not a run's, in the way of the next --overwrite
+        output.check_apart_from(args.performance_report, "performance report")
     output.prepare()
     with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
         shown = args.dashboard or _names_a_cluster(args)  # else no dashboard to link to

@@ -464,6 +464,20 @@ BAD_INPUTS = [
 ]  # fmt: skip
 
 
+def test_a_performance_report_inside_the_output_location_is_refused(bad_inputs, tmp_path, capsys):
+    path = bad_inputs["folds 1"][0]  # a valid table
+    out = tmp_path / "out"
+    report = out / "dask.html"
+    status, _, err = run_cli(
+        ["run", "--input", path, "--out", str(out), "--performance-report", str(report)], capsys
+    )
+    assert status == 2 and err.strip().splitlines() == [
+        f"error: --out {out} and the performance report {report} overlap; the outputs need a "
+        "location of their own"
+    ]
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("name", BAD_INPUTS)
 def test_every_bad_input_gets_one_clear_line(bad_inputs, name, tmp_path, capsys):
     path, extra, message = bad_inputs[name]
