@@ -1,4 +1,4 @@
-"""The ``pulsnar-dask`` command: ``synth``, ``run``, ``score`` and ``demo`` (DESIGN.md section 4).
+"""The ``pulsnar-dask`` command: ``synth``, ``run``, ``score`` and ``demo``.
 
 User mistakes end with one line on stderr and exit status 2; ``--debug`` adds the
 traceback. SIGINT and SIGTERM stop the job, close a cluster it started, and leave no
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
 
-from pulsnar_dask.core.config import PUConfig, default_of
+from pulsnar_dask.core.config import PUConfig, check_seed, default_of
 from pulsnar_dask.dask_executor.forkserver import start_fork_server
 from pulsnar_dask.errors import PUError
 
@@ -42,6 +42,22 @@ def _positive_int(minimum: int):
         return value
 
     return parse
+
+
+SEED_HELP = "seed of the folds, the subsamples, XGBoost and the mixtures (default: 0)"
+OVERWRITE_HELP = "replace a finished run's outputs at --out"
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    try:
+        check_seed(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
 
 
 def _fraction(text: str) -> float:
@@ -69,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--n-unlab", type=_positive_int(1), required=True)
     synth.add_argument("--n-features", type=_positive_int(1), required=True)
     synth.add_argument("--alpha", type=_fraction, required=True)
-    synth.add_argument("--seed", type=int, default=0)
+    synth.add_argument("--seed", type=_seed, default=0, help=SEED_HELP)
     synth.add_argument("--out", required=True)
     synth.add_argument("--partitions", type=_positive_int(1), default=1)
     synth.add_argument("--class-sep", type=float, default=0.3)
@@ -82,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "max(P, U) x classes x 2 rows); chunked: the same distribution drawn a chunk at a "
         "time; auto: paper unless it would need more than 2 GiB",
     )
-    synth.add_argument("--overwrite", action="store_true")
+    synth.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
 
     run = sub.add_parser("run", help="estimate alpha (and calibrate, classify) on a Dask cluster")
     run.add_argument("--input", required=True, help="Parquet file or dataset, path or URL")
@@ -107,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         "from the row position)",
     )
     _add_cluster_options(score)
-    score.add_argument("--overwrite", action="store_true")
+    score.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
 
     demo = sub.add_parser(
         "demo", help="synthetic SNAR data + the default method on a local cluster"
@@ -128,14 +144,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_run_options(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--label-col", default="label")
+    run.add_argument(
+        "--label-col", default="label", help="1 = labeled positive, 0 = unlabeled (default: label)"
+    )
     run.add_argument(
         "--id-col",
         default=None,
         help="unique row ids, any type (default: row_id where "
         "present, else generated from the row position)",
     )
-    run.add_argument("--true-label-col", default=None)
+    run.add_argument(
+        "--true-label-col",
+        default=None,
+        help="benchmarks only: the ground truth (0 negative, 1 or more a positive's "
+        "subtype), for true_alpha and the metrics; never a feature (default: true_label "
+        "where present)",
+    )
     run.add_argument(
         "--features",
         nargs="+",
@@ -150,13 +174,32 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
         "columns always are)",
     )
     _add_cluster_options(run)
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--iterations", type=_positive_int(1), default=1)
-    run.add_argument("--calibrate", action="store_true")
-    run.add_argument("--classify", action="store_true")
-    run.add_argument("--engine", choices=("auto", "task", "dask"), default="auto")
+    run.add_argument("--seed", type=_seed, default=0, help=SEED_HELP)
+    run.add_argument(
+        "--iterations",
+        type=_positive_int(1),
+        default=1,
+        help="repeats with seeds seed, seed+1, ...; alpha is their mean (default: 1)",
+    )
+    run.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="calibrated probabilities with the estimated alpha (Algorithm 3)",
+    )
+    run.add_argument(
+        "--classify",
+        action="store_true",
+        help="retrain on the recovered labels (Algorithm 4); calibrates first",
+    )
+    run.add_argument(
+        "--engine",
+        choices=("auto", "task", "dask"),
+        default="auto",
+        help="task: each fold model trained as one task on its training rows; dask: "
+        "xgboost.dask over all workers; auto: by size",
+    )
     _add_config_options(run)
-    run.add_argument("--overwrite", action="store_true")
+    run.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     run.add_argument(
         "--performance-report",
         default=None,
@@ -360,6 +403,7 @@ def _score(args: argparse.Namespace) -> dict:
     from pulsnar_dask.dask_executor.connect import connect
     from pulsnar_dask.io import parse_storage_options, read_model, read_rows_to_score
     from pulsnar_dask.outputs import RunOutput
+    from pulsnar_dask.pipeline.stages import n_rows
 
     start = time.perf_counter()
     storage_options = parse_storage_options(args.storage_options)
@@ -382,7 +426,7 @@ def _score(args: argparse.Namespace) -> dict:
             if unseen:
                 logger.warning(
                     "categories the model has not seen, scored as missing: %s",
-                    ", ".join(f"{name} ({n} rows)" for name, n in unseen.items()),
+                    ", ".join(f"{name} ({n_rows(n)})" for name, n in unseen.items()),
                 )
             summary = {
                 "command": "score",

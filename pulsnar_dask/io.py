@@ -147,8 +147,9 @@ def _is_nested_or_binary(arrow_type: Any) -> bool:
 
 def read_schema(fs: Any, files: list[str], url: str) -> tuple[Any, list[str]]:
     """The Arrow schema of a Parquet file or dataset, from its files' footers, after
-    refusing files that differ in their columns or in a column's type beyond numeric
-    width (an int in one file and a float in another is read as one numeric column).
+    refusing a file with two columns of one name, and files that differ in their columns
+    or in a column's type beyond numeric width (an int in one file and a float in another
+    is read as one numeric column).
 
     Returns
     -------
@@ -170,6 +171,13 @@ def read_schema(fs: Any, files: list[str], url: str) -> tuple[Any, list[str]]:
 
     with ThreadPoolExecutor(8) as pool:  # footers of object storage: latency-bound
         schemas = list(pool.map(schema, files))
+    for file, schema in zip(files, schemas, strict=True):
+        twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
+        if twice:
+            raise PUError(
+                f"{Path(file).name} of {url} has more than one column named "
+                f"{', '.join(repr(n) for n in twice)}; each column needs a name of its own"
+            )
     first = {name: _type_kind(schemas[0].field(name).type) for name in schemas[0].names}
     for file, schema in zip(files[1:], schemas[1:], strict=True):
         here = {name: _type_kind(schema.field(name).type) for name in schema.names}

@@ -287,12 +287,12 @@ def bad_inputs(tmp_path_factory):
     cases["label -1"] = (
         put("neg", frame.assign(label=[-1] + [1] * 9 + [0] * 30)),
         [],
-        "-1 (1 rows)",
+        "-1 (1 row)",
     )
     cases["label missing"] = (
         put("nan", frame.assign(label=[np.nan] + [1.0] * 9 + [0.0] * 30)),
         [],
-        "nan (1 rows)",
+        "missing (1 row)",
     )
     cases["no positives"] = (put("nopos", frame.assign(label=0)), [], "no labeled positives")
     cases["no unlabeled"] = (put("nounl", frame.assign(label=1)), [], "no unlabeled rows")
@@ -305,7 +305,7 @@ def bad_inputs(tmp_path_factory):
         put("inf", frame.assign(f1=[np.inf] + [1.0] * 39)),
         [],
         "infinite or beyond float32's range (|x| > 3.4e+38), which the models cannot hold: f1 "
-        "(1 rows)",
+        "(1 row)",
     )
     cases["beyond float32"] = (
         put("big", frame.assign(f0=[1e39, -1e300] + [1.0] * 38)),
@@ -440,6 +440,32 @@ def bad_inputs(tmp_path_factory):
         ["--xgb-params", '{"max_depth": -3}'],
         "xgb_params: value -3 for Parameter max_depth should be greater equal to 0",
     )
+    cases["true label as text"] = (
+        put("truetext", frame.assign(truth=["yes"] * 20 + ["no"] * 20)),
+        ["--true-label-col", "truth"],
+        "true-label column 'truth' must hold whole numbers from 0 (0 negative, 1 or more a "
+        "positive's subtype) in every row; found 'yes' (20 rows), 'no' (20 rows)",
+    )
+    cases["true label missing"] = (
+        put("truenan", frame.assign(truth=[np.nan] + [1.0] * 9 + [0.0] * 30)),
+        ["--true-label-col", "truth"],
+        "in every row; found missing (1 row)",
+    )
+    cases["negative seed"] = (
+        put("ok9", frame),
+        ["--seed", "-5"],
+        "argument --seed: the seed must be a whole number from 0 to 4294967295, got -5",
+    )
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    twice = pa.table([frame["f0"], frame["f1"], frame["label"]], names=["f0", "f0", "label"])
+    pq.write_table(twice, tmp_path / "twice.parquet")
+    cases["column named twice"] = (
+        str(tmp_path / "twice.parquet"),
+        [],
+        "has more than one column named 'f0'; each column needs a name of its own",
+    )
     cases["per-feature xgboost parameter"] = (
         put("ok8", frame),
         ["--xgb-params", '{"monotone_constraints": [1, 0, 0]}'],
@@ -460,7 +486,8 @@ BAD_INPUTS = [
     "output holds other files",
     "folds 1", "bin method", "storage options", "cluster fraction",
     "one resample", "misspelt xgboost parameter", "xgboost parameter value",
-    "per-feature xgboost parameter",
+    "per-feature xgboost parameter", "true label as text", "true label missing", "negative seed",
+    "column named twice",
 ]  # fmt: skip
 
 

@@ -82,10 +82,10 @@ def test_calibration_and_classification_improve_on_pu_labels(snar):
     [
         (np.ones((3, 2)), [0, 1, 2], "y must hold only the numbers 0 and 1; found 2"),
         (np.ones((3, 2)), [0, 1], "has 3 rows but y has 2"),
-        (np.array([[1.0, np.inf], [0, 0], [1, 1]]), [0, 1, 0], "cannot hold: x1 \\(1 rows\\)"),
-        (np.array([[1e39, 1.0], [0, 0], [1, 1]]), [0, 1, 0], "cannot hold: x0 \\(1 rows\\)"),
+        (np.array([[1.0, np.inf], [0, 0], [1, 1]]), [0, 1, 0], "cannot hold: x1 \\(1 row\\)"),
+        (np.array([[1e39, 1.0], [0, 0], [1, 1]]), [0, 1, 0], "cannot hold: x0 \\(1 row\\)"),
         (np.ones(3), [0, 1, 0], "2-dimensional"),
-        (np.ones((3, 2)), pd.array([0, 1, pd.NA], dtype="boolean"), "found <NA> \\(1 rows\\)"),
+        (np.ones((3, 2)), pd.array([0, 1, pd.NA], dtype="boolean"), "found missing \\(1 row\\)"),
     ],
 )
 def test_bad_inputs(X, y, message):
@@ -112,6 +112,10 @@ def test_bad_options():
         PULSCAR(n_folds=1).fit(d.X, d.label)
     with pytest.raises(ValueError, match="bandwidth bounds"):
         PULSCAR(bandwidth_bounds=(0.5, 0.1)).fit(d.X, d.label)
+    with pytest.raises(ValueError, match="the seed must be a whole number from 0 to 4294967295"):
+        PULSCAR(random_state=-1).fit(d.X, d.label)
+    with pytest.raises(ValueError, match="from 0 to 4294967293, got 4294967294"):
+        PULSCAR(random_state=2**32 - 2, n_iterations=3).fit(d.X, d.label)
     # a misspelt XGBoost parameter is refused, not dropped with a warning on a worker
     with pytest.raises(ValueError, match=r"XGBoost has no parameter\(s\) colsample_bytre$"):
         PULSCAR(xgb_params={"colsample_bytre": 0.5, "max_depth": 3}).fit(d.X, d.label)

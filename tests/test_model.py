@@ -205,7 +205,7 @@ SCORE_MISTAKES = {
     "infinite value": (
         lambda f: f.assign(f0=[np.inf] + [0.0] * (len(f) - 1)),
         [],
-        "beyond float32's range (|x| > 3.4e+38), which the models cannot hold: f0 (1 rows)",
+        "beyond float32's range (|x| > 3.4e+38), which the models cannot hold: f0 (1 row)",
     ),
     "repeated ids": (
         lambda f: f.assign(uid=7),

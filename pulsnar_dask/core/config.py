@@ -10,6 +10,7 @@ read it at start-up.
 from __future__ import annotations
 
 import json
+import numbers
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
@@ -28,6 +29,22 @@ CALIBRATION_METHODS = ("isotonic", "sigmoid")
 CALIBRATION_DATA = ("PU", "U")
 DEFAULT_TAIL_FRACTION = 0.1
 DEFAULT_N_ROUNDS = 100
+# Seeds run from 0 to this (numpy's and scikit-learn's range of random states).
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(seed: Any, iterations: int = 1) -> None:
+    """Refuse a seed that is not a whole number from 0 to :data:`MAX_SEED` (with
+    ``iterations`` repeats, seeds ``seed .. seed + iterations - 1`` must all be).
+
+    Raises
+    ------
+    ValueError
+    """
+    top = MAX_SEED - max(iterations, 1) + 1
+    whole = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
+    if not whole or not 0 <= seed <= top:
+        raise ValueError(f"the seed must be a whole number from 0 to {top}, got {seed!r}")
 
 
 def _optional(parse: Callable[[str], Any]):

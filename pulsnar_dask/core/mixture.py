@@ -233,12 +233,19 @@ def fit_mixture(
                 last_error = exc
                 continue
             if np.isfinite(bic):
-                if (cov, reg) != (covariance_type, REG_COVAR):
+                if cov != covariance_type:
                     logger.warning(
                         "mixture with %d components: %s covariance failed; used %s with "
                         "reg_covar=%g",
                         n_components,
                         covariance_type,
+                        cov,
+                        reg,
+                    )
+                elif reg != REG_COVAR:  # a routine mend of near-singular covariances
+                    logger.info(
+                        "mixture with %d components: %s covariance fitted with reg_covar=%g",
+                        n_components,
                         cov,
                         reg,
                     )

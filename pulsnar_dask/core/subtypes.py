@@ -33,8 +33,9 @@ SUBTYPE_FEATURES = 3
 
 
 def mixture_random_state(n_components: int, seed: int) -> int:
-    """Seed of the mixture with ``n_components`` components (reference: ``100 + n``)."""
-    return 100 + n_components + 1000 * seed
+    """Seed of the mixture with ``n_components`` components (reference: ``100 + n``),
+    within scikit-learn's range."""
+    return (100 + n_components + 1000 * seed) % 2**32
 
 
 def importance_gain(

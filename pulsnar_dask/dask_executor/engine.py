@@ -64,6 +64,7 @@ from pulsnar_dask.pipeline.stages import (
     ScoreRequest,
     check_labels,
     check_representable,
+    check_true_labels,
     run_pipeline,
     unrepresentable_counts,
 )
@@ -319,7 +320,11 @@ class DaskExecutor:
         n_train = min(ids.size, self.max_train_rows or ids.size)
         self.engine = choose_engine(workers, n_train, len(self.features), self.requested_engine)
         self._placements = _round_robin(workers)
-        true = table[puf.true_label].to_numpy() if puf.true_label else None
+        true = None
+        if puf.true_label:
+            true = check_true_labels(
+                table[puf.true_label].to_numpy(), f"true-label column '{puf.true_label}'"
+            )
         return self.row_ids, self.labels, true
 
     def _schema(self) -> FeatureSchema:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from pulsnar_dask.core.calibration import fit_calibration_map
-from pulsnar_dask.core.config import PUConfig, config_dict
+from pulsnar_dask.core.config import PUConfig, check_seed, config_dict
 from pulsnar_dask.core.folds import CopyGroups
 from pulsnar_dask.core.interval import alpha_interval
 from pulsnar_dask.core.metrics import classification_metrics
@@ -181,11 +181,24 @@ def check_representable(counts: pd.Series) -> None:
     """
     bad = counts[counts > 0]
     if len(bad):
-        shown = ", ".join(f"{name} ({int(n)} rows)" for name, n in bad.head(5).items())
+        shown = ", ".join(f"{name} ({n_rows(int(n))})" for name, n in bad.head(5).items())
         raise PUError(
             f"feature values that are infinite or beyond float32's range (|x| > "
             f"{FLOAT32_MAX:.3g}), which the models cannot hold: {shown}"
         )
+
+
+def n_rows(n: int) -> str:
+    """``1 row``, ``2 rows``."""
+    return f"{n} row{'' if n == 1 else 's'}"
+
+
+def _shown(counts: pd.Series) -> str:
+    """The first five values of a ``value_counts`` and their rows: ``2 (1 row), missing
+    (4 rows)``."""
+    return ", ".join(
+        f"{'missing' if pd.isna(v) else repr(v)} ({n_rows(n)})" for v, n in counts.head(5).items()
+    )
 
 
 def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_name: str) -> None:
@@ -202,9 +215,10 @@ def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_na
     bad = ~values.isin([0, 1]).to_numpy(dtype=bool)
     if bad.any():
         counts = values[bad].value_counts(dropna=False)
-        shown = ", ".join(f"{v!r} ({n} rows)" for v, n in counts.head(5).items())
         text = " (text, not numbers)" if any(isinstance(v, str) for v in counts.index) else ""
-        raise PUError(f"{label_name} must hold only the numbers 0 and 1; found {shown}{text}")
+        raise PUError(
+            f"{label_name} must hold only the numbers 0 and 1; found {_shown(counts)}{text}"
+        )
     duplicated = pd.Series(row_ids).duplicated().to_numpy()
     check_id_counts(
         id_name,
@@ -216,6 +230,31 @@ def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_na
         raise PUError(f"no labeled positives ({label_name} = 1) in the input")
     if not (labels == 0).any():
         raise PUError(f"no unlabeled rows ({label_name} = 0) in the input")
+
+
+def check_true_labels(values: np.ndarray, name: str) -> np.ndarray:
+    """Refuse ground truth that is not whole numbers from 0 (0 negative, 1 or more a
+    positive's subtype), missing values included: a missing one would count as a
+    negative in ``true_alpha`` and the metrics.
+
+    Returns
+    -------
+    ndarray of int64
+
+    Raises
+    ------
+    PUError
+    """
+    series = pd.Series(values, dtype=object)
+    numeric = pd.to_numeric(series, errors="coerce").astype(float)  # text: missing
+    bad = ~((numeric >= 0) & (numeric % 1 == 0)).to_numpy()
+    if bad.any():
+        counts = series[bad].value_counts(dropna=False)
+        raise PUError(
+            f"{name} must hold whole numbers from 0 (0 negative, 1 or more a positive's "
+            f"subtype) in every row; found {_shown(counts)}"
+        )
+    return numeric.to_numpy(dtype=np.int64)
 
 
 def check_id_counts(id_name: str, missing: int, duplicates: int, examples: list = ()) -> None:
@@ -313,6 +352,10 @@ def run_pipeline(
         raise PUError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if iterations < 1:
         raise PUError(f"iterations must be at least 1, got {iterations}")
+    try:
+        check_seed(seed, iterations)
+    except ValueError as exc:
+        raise PUError(str(exc)) from None
     config = config or PUConfig()
     requested, asked = method, config
     if config.n_threads is None and executor.threads is not None:
