@@ -94,7 +94,8 @@ def bic_plot(result: JobResult) -> bytes:
     """BIC against the number of mixture components, with the chosen count."""
     fig, ax = plt.subplots(figsize=(5, 3.2), layout="constrained")
     ks = np.arange(1, result.bic.size + 1)
-    ax.plot(ks, result.bic, marker="o")
+    kind = result.clustering.covariance_type if result.clustering is not None else ""
+    ax.plot(ks, result.bic, marker="o", label=f"{kind} covariance".strip())
     chosen = result.mixture_components
     merged = f", {result.n_clusters} after merging small ones" if result.n_clusters < chosen else ""
     ax.axvline(chosen, color="tab:red", ls="--", label=f"chosen: {chosen}{merged}")
@@ -160,7 +161,8 @@ CAPTIONS = {
     ),
     "bic.png": (
         "How many subtypes: BIC (lower fits better for its size) of Gaussian mixtures of the "
-        "labeled positives with 1 to M components. Dashed: the count used."
+        "labeled positives with 1 to M components, on the covariance type (full or "
+        "diagonal) that reached the lower BIC. Dashed: the count used."
     ),
     "calibration.png": (
         "Only with a true-label column: fraction truly positive against the predicted "

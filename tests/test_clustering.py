@@ -211,9 +211,41 @@ def test_more_sizes_are_fitted_only_while_the_lowest_bic_lies_at_the_end():
         return [fn(*call) for call in calls]
 
     fitted = {
-        name: fit_bic_curve(one_by_one, Z, config, 0) for name, Z in (("many", many), ("few", few))
+        name: fit_bic_curve(one_by_one, Z, config, 0)["full"]
+        for name, Z in (("many", many), ("few", few))
     }
     assert len(fitted["few"]) == 10  # the minimum (3) lies inside the first round
     assert int(np.argmin([f.bic for f in fitted["few"]])) + 1 == 3
     assert len(fitted["many"]) >= 20  # ten were not enough: the next round was fitted
     assert int(np.argmin([f.bic for f in fitted["many"]])) + 1 == 14
+
+
+def test_the_covariance_type_is_the_one_with_the_lower_bic():
+    from pulsnar_dask.core.config import PUConfig
+    from pulsnar_dask.core.subtypes import choose_mixture, fit_bic_curve
+
+    def one_by_one(fn, calls):
+        return [fn(*call) for call in calls]
+
+    rng = np.random.default_rng(0)
+    config = PUConfig(max_clusters=12, max_cluster_rows=None)
+    # three subtypes whose two features go together (correlation 0.95 within each): a
+    # diagonal mixture needs several components for each slanted subtype
+    slant = [[1, 0.95], [0.95, 1]]
+    joint = np.vstack([rng.multivariate_normal(c, slant, 400) for c in ([0, 0], [8, 0], [0, 8])])
+    # eight subtypes in 40 features, each feature independent within a subtype, on 400
+    # rows: a full covariance costs 820 parameters per component, more than the data carry
+    centres = rng.normal(0, 3, (8, 40))
+    axis = np.vstack([rng.normal(c, 1, (50, 40)) for c in centres])
+    chosen = {}
+    for name, Z in (("joint", joint), ("axis", axis)):
+        curves = fit_bic_curve(one_by_one, Z, config, 0)
+        assert set(curves) == {"full", "diag"}
+        fit, bic, kind = choose_mixture(curves, config)
+        assert bic.tolist() == [f.bic for f in curves[kind]]
+        assert min(bic) == min(f.bic for c in curves.values() for f in c)
+        chosen[name] = (kind, fit.n_components)
+    assert chosen == {"joint": ("full", 3), "axis": ("diag", 8)}
+    # asked for one type, only that type is fitted
+    curves = fit_bic_curve(one_by_one, axis, config.with_(covariance_type="full"), 0)
+    assert set(curves) == {"full"} and choose_mixture(curves, config)[2] == "full"

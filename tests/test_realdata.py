@@ -59,7 +59,8 @@ def test_scar_construction_hides_positives_at_random():
 
 def test_registry_names_each_set_once_with_a_scenario():
     assert set(REAL_SETS) == {
-        "SNAR_shuttle", "SNAR_avila", "SNAR_gas", "SCAR_grid", "SCAR_bank", "SCAR_mushroom"
+        "SNAR_shuttle", "SNAR_avila", "SNAR_gas", "SNAR_digits", "SCAR_grid", "SCAR_bank",
+        "SCAR_mushroom",
     }  # fmt: skip
     for name, spec in REAL_SETS.items():
         assert name.lower().startswith(spec.scenario)
@@ -69,6 +70,7 @@ def test_readers_parse_each_file_format(tmp_path):
     from pulsnar_dask.datasets.realdata import (
         read_avila,
         read_bank,
+        read_digits,
         read_gas,
         read_grid,
         read_mushroom,
@@ -101,3 +103,7 @@ def test_readers_parse_each_file_format(tmp_path):
     X, classes = read_mushroom(tmp_path)
     np.testing.assert_array_equal(X, [[0, 0], [1, 0], [0, 1]])
     assert list(classes) == [1, 0, 1]
+
+    X, classes = read_digits()  # scikit-learn's copy
+    assert X.shape == (1797, 64) and X.dtype == np.float32 and X.max() == 16
+    assert np.bincount(classes).tolist() == [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]

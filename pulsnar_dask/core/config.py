@@ -24,7 +24,9 @@ BANDWIDTH_ERRORS = ("mse", "js")
 BANDWIDTH_BOUNDS = (0.05, 0.5)
 KERNEL_NORMALIZATIONS = ("grid", "point")
 CLUSTER_SELECTIONS = ("knee", "min")
-COVARIANCE_TYPES = ("full", "diag", "spherical")
+COVARIANCE_TYPES = ("auto", "full", "diag", "spherical")
+# what covariance_type="auto" fits; the lower BIC decides
+AUTO_COVARIANCE_TYPES = ("full", "diag")
 CALIBRATION_METHODS = ("isotonic", "sigmoid")
 CALIBRATION_DATA = ("PU", "U")
 DEFAULT_TAIL_FRACTION = 0.1
@@ -266,8 +268,10 @@ class PUConfig:
         flag="--claim-overlap",
     )
     covariance_type: str = option(
-        "full",
-        "Covariance of the mixtures' components (falling back to simpler ones where a fit fails).",
+        "auto",
+        "Covariance of the mixtures' components: auto fits full and diagonal covariances "
+        "and keeps the type with the lower BIC (decision record, item 31); a fit that "
+        "fails falls back to simpler ones.",
         type="str",
         choices=COVARIANCE_TYPES,
         flag="--covariance-type",

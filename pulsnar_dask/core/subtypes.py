@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.config import AUTO_COVARIANCE_TYPES, PUConfig
 from pulsnar_dask.core.folds import training_subsample
 from pulsnar_dask.core.mixture import (
     MIN_CLUSTER_SIZE,
@@ -72,8 +72,11 @@ def importance_gain(
     return gain_importance(X[rows], labels[rows], params, config.n_rounds, feature_types)
 
 
-def fit_mixture_size(Z: np.ndarray, n_components: int, config: PUConfig, seed: int) -> MixtureFit:
-    """Fit the mixture of one size for the BIC curve (one task of the fan-out).
+def fit_mixture_size(
+    Z: np.ndarray, n_components: int, config: PUConfig, seed: int, covariance_type: str = "full"
+) -> MixtureFit:
+    """Fit the mixture of one size and covariance type for a BIC curve (one task of the
+    fan-out; :func:`fit_bic_curve` gives the types ``config.covariance_type`` asks for).
 
     With more than ``config.max_cluster_rows`` positives the mixture is fitted (and its
     BIC taken) on that many of them, drawn with the seed; every positive is assigned
@@ -85,7 +88,7 @@ def fit_mixture_size(Z: np.ndarray, n_components: int, config: PUConfig, seed: i
     return fit_mixture(
         Z,
         n_components,
-        covariance_type=config.covariance_type,
+        covariance_type=covariance_type,
         random_state=mixture_random_state(n_components, seed),
     )
 
@@ -100,6 +103,8 @@ class Clustering:
         Number of clusters (the mixture's components once small ones are merged).
     mixture_components : int
         Components of the chosen mixture.
+    covariance_type : str
+        The covariance type whose BIC curve the mixture was chosen on.
     labels : ndarray of int of shape (n_positives,)
         Cluster of each positive, 0 = largest.
     bic : ndarray of shape (M,)
@@ -115,6 +120,7 @@ class Clustering:
 
     n_clusters: int
     mixture_components: int
+    covariance_type: str
     labels: np.ndarray
     bic: np.ndarray
     cluster_features: np.ndarray
@@ -140,28 +146,42 @@ def select_features(gain: np.ndarray, config: PUConfig) -> tuple[np.ndarray, np.
     return model_features, model_features[: config.max_cluster_features]
 
 
-def choose_mixture(fits: list[MixtureFit], config: PUConfig) -> tuple[MixtureFit, np.ndarray]:
-    """Pick the mixture: the fixed-size one, or the BIC curve's choice.
+def choose_mixture(
+    curves: dict[str, list[MixtureFit]], config: PUConfig
+) -> tuple[MixtureFit, np.ndarray, str]:
+    """Pick the mixture: on the covariance type whose curve reaches the lowest BIC, the
+    fixed-size one or the BIC curve's choice (``config.cluster_selection``).
 
     Parameters
     ----------
-    fits : list of MixtureFit
-        Mixtures of sizes ``1..M`` (BIC curve), or the single fixed-size mixture.
+    curves : dict
+        Covariance type -> mixtures of sizes ``1..M`` (BIC curve), or the single
+        fixed-size mixture (:func:`fit_bic_curve`).
 
     Returns
     -------
-    (MixtureFit, ndarray)
-        The chosen mixture and the BIC curve (empty when the count was fixed).
+    (MixtureFit, ndarray, str)
+        The chosen mixture, the BIC curve it was chosen on (empty when the count was
+        fixed) and its covariance type.
     """
+    kind = min(curves, key=lambda k: min(f.bic for f in curves[k]))
+    fits = curves[kind]
+    if len(curves) > 1:
+        logger.info(
+            "mixtures: lowest BIC %s; %s covariance kept",
+            ", ".join(f"{k} {min(f.bic for f in c):.6g}" for k, c in curves.items()),
+            kind,
+        )
     if config.n_clusters is not None:
-        return fits[0], np.array([])
+        return fits[0], np.array([]), kind
     bic = np.array([f.bic for f in fits])
-    return fits[select_n_clusters(bic, config.cluster_selection) - 1], bic
+    return fits[select_n_clusters(bic, config.cluster_selection) - 1], bic, kind
 
 
 def make_clustering(
     chosen: MixtureFit,
     bic: np.ndarray,
+    covariance_type: str,
     labels: np.ndarray,
     gain: np.ndarray,
     model_features: np.ndarray,
@@ -181,6 +201,7 @@ def make_clustering(
     return Clustering(
         n_clusters,
         chosen.n_components,
+        covariance_type,
         labels,
         bic,
         cluster_features,
@@ -275,29 +296,37 @@ def fit_bic_curve(
     Z: np.ndarray,
     config: PUConfig,
     seed: int,
-) -> list[MixtureFit]:
-    """Fit the mixtures of :func:`mixture_sizes`, a round at a time, while
-    :func:`lowest_bic_at_end` asks for more.
+) -> dict[str, list[MixtureFit]]:
+    """Fit the mixtures of :func:`mixture_sizes` for each covariance type (full and
+    diagonal for ``covariance_type="auto"``), a round at a time, while
+    :func:`lowest_bic_at_end` asks for more of that type's curve.
 
     Parameters
     ----------
     map_fits : callable
-        ``map_fits(fit_mixture_size, [(Z, n, config, seed), ...])`` returns the fits in
-        order: a plain loop, or an executor's fan-out (each round's sizes fit side by side).
+        ``map_fits(fit_mixture_size, [(Z, n, config, seed, type), ...])`` returns the fits in
+        order: a plain loop, or an executor's fan-out (each round's sizes, of every type
+        still fitted, fit side by side).
     Z : ndarray of shape (n_positives, d)
         The positives' clustering matrix.
 
     Returns
     -------
-    list of MixtureFit
-        Sizes ``1..m`` (or the fixed size), ``m`` where the rounds stopped.
+    dict
+        Covariance type -> mixtures of sizes ``1..m`` (or the fixed size), ``m`` where
+        that type's rounds stopped.
     """
-    fits: list[MixtureFit] = []
+    kinds = AUTO_COVARIANCE_TYPES if config.covariance_type == "auto" else (config.covariance_type,)
+    curves: dict[str, list[MixtureFit]] = {k: [] for k in kinds}
     for sizes in mixture_sizes(config, len(Z)):
-        if fits and not lowest_bic_at_end(fits):
+        going = [k for k in kinds if not curves[k] or lowest_bic_at_end(curves[k])]
+        if not going:
             break
-        fits += map_fits(fit_mixture_size, [(Z, n, config, seed) for n in sizes])
-    return fits
+        calls = [(Z, n, config, seed, k) for k in going for n in sizes]
+        fits = map_fits(fit_mixture_size, calls)
+        for i, k in enumerate(going):
+            curves[k] += fits[i * len(sizes) : (i + 1) * len(sizes)]
+    return curves
 
 
 # Subtype-mix distance below which ``method="auto"`` keeps PULSCAR (see choose_method).

@@ -167,6 +167,8 @@ class JobResult:
             "alpha_identified": self.alpha_identified,
             "settings": self.settings,
         }
+        if self.clustering is not None:
+            out["mixture_covariance"] = self.clustering.covariance_type
         if self.method_evidence is not None:
             out["method_requested"] = "auto"
             out["method_evidence"] = self.method_evidence

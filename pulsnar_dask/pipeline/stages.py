@@ -295,13 +295,15 @@ def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Cluste
     # categorical features as their codes: as indicators, a column of noise splits the
     # positives by its categories (benchmarks/results/README.md, item 24)
     Z = clustering_matrix(X_positive, gain[cluster_idx])
-    fits = fit_bic_curve(executor.map, Z, config, seed)
-    chosen, bic = choose_mixture(fits, config)
+    curves = fit_bic_curve(executor.map, Z, config, seed)
+    chosen, bic, covariance_type = choose_mixture(curves, config)
     positive_labels = cluster_labels(chosen, Z, min_cluster_size(config, len(Z)))
     # described by indicators of their categories, named "column=category"
     X_described, names = executor.schema.one_hot(X_positive, cluster_cols)
     profiles = subtype_profiles(X_described, positive_labels, names)
-    return make_clustering(chosen, bic, positive_labels, gain, model_idx, cluster_idx, profiles)
+    return make_clustering(
+        chosen, bic, covariance_type, positive_labels, gain, model_idx, cluster_idx, profiles
+    )
 
 
 def run_pipeline(
