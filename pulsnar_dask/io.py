@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -145,7 +146,7 @@ def _is_nested_or_binary(arrow_type: Any) -> bool:
     )
 
 
-def read_schema(fs: Any, files: list[str], url: str) -> tuple[Any, list[str]]:
+def read_schema(fs: Any, files: list[str], url: str) -> tuple[Any, dict[str, Any]]:
     """The Arrow schema of a Parquet file or dataset, from its files' footers, after
     refusing a file with two columns of one name, and files that differ in their columns
     or in a column's type beyond numeric width (an int in one file and a float in another
@@ -155,8 +156,8 @@ def read_schema(fs: Any, files: list[str], url: str) -> tuple[Any, list[str]]:
     -------
     (schema, filled)
         The first file's schema, where a column with no value (Arrow's ``null`` type)
-        takes the type the other files give it; ``filled``: the columns that have no
-        value in some files and a type in others.
+        takes the type the other files give it; ``filled``: the columns (float or text)
+        that have no value in some files and a type in others, and their pandas dtype.
 
     Raises
     ------
@@ -172,7 +173,8 @@ def read_schema(fs: Any, files: list[str], url: str) -> tuple[Any, list[str]]:
     with ThreadPoolExecutor(8) as pool:  # footers of object storage: latency-bound
         schemas = list(pool.map(schema, files))
     for file, schema in zip(files, schemas, strict=True):
-        twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
+        counts = Counter(schema.names)
+        twice = sorted(n for n, k in counts.items() if k > 1)
         if twice:
             raise PUError(
                 f"{Path(file).name} of {url} has more than one column named "
@@ -201,14 +203,35 @@ def read_schema(fs: Any, files: list[str], url: str) -> tuple[Any, list[str]]:
                     f"the files of {url} differ in column '{name}': {kind} in {shown}, "
                     f"{first[name]} in {reference}"
                 )
-    merged, filled = schemas[0], []
+    merged, filled = schemas[0], {}
     for i, f in enumerate(merged):
         types = [s.field(f.name).type for s in schemas]
-        typed = [t for t in types if not _is_null(t)]
+        typed = [(file, t) for file, t in zip(files, types, strict=True) if not _is_null(t)]
         if typed and len(typed) < len(types):
-            filled.append(f.name)
-            merged = merged.set(i, f.with_type(typed[0]))
+            file, kind = typed[0]
+            if _fill_dtype(kind) is None:
+                empty = next(name for name, t in zip(files, types, strict=True) if _is_null(t))
+                raise PUError(
+                    f"the files of {url} differ in column '{f.name}': no value in "
+                    f"{Path(empty).name}, {kind} in {Path(file).name} (only float and text "
+                    "columns may have no value in some files)"
+                )
+            filled[f.name] = _fill_dtype(kind)
+            merged = merged.set(i, f.with_type(kind))
     return merged, filled
+
+
+def _fill_dtype(arrow_type: Any) -> Any:
+    """The pandas dtype that holds a column of this type where some files have no value
+    in it (NaN in a float column, None in a text one); ``None``: no dtype does (missing
+    ints, bools, categories)."""
+    import pyarrow.types as pat
+
+    if pat.is_floating(arrow_type):
+        return arrow_type.to_pandas_dtype()
+    if pat.is_string(arrow_type) or pat.is_large_string(arrow_type):
+        return object
+    return None
 
 
 def open_parquet(
@@ -245,11 +268,9 @@ def open_parquet(
         if not files:
             return dd.read_parquet(path, storage_options=storage_options), None
         schema, filled = read_schema(fs, files, path)
-        # the merged schema, so a column with no value in the first file is read as the
-        # others have it; the files with no value in it still give pandas objects
-        frame = dd.read_parquet(path, storage_options=storage_options, dataset={"schema": schema})
-        if filled:
-            frame = frame.astype({name: frame.dtypes[name] for name in filled})
+        frame = dd.read_parquet(path, storage_options=storage_options)
+        if filled:  # files with no value in a column give pandas objects there
+            frame = frame.astype(filled)
         return frame, schema
     except PUError:
         raise
@@ -313,7 +334,12 @@ def read_rows_to_score(
     missing = schema.missing(frame.columns)
     if missing:
         raise PUError(f"{path} lacks feature column(s) the model needs: {', '.join(missing)}")
-    empty = [n for n in schema.names if arrow is not None and _is_null(arrow.field(n).type)]
+    # (a hive partition key is in no file's footer)
+    empty = [
+        n
+        for n in schema.names
+        if arrow is not None and n in arrow.names and _is_null(arrow.field(n).type)
+    ]
     if empty:
         # missing in every row, which the models take as they take any missing value
         logger.warning(

@@ -3,6 +3,7 @@
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 
@@ -505,6 +506,21 @@ def test_a_performance_report_inside_the_output_location_is_refused(bad_inputs, 
     assert not out.exists()
 
 
+def test_true_labels_are_whole_numbers_from_zero_and_never_text():
+    from pulsnar_dask.pipeline.stages import check_true_labels
+
+    got = check_true_labels(pd.array([0, 2, 1], dtype="Int64").to_numpy(), "t")
+    assert got.tolist() == [0, 2, 1] and got.dtype == np.int64
+    for values, shown in (
+        (np.array(["1", "0"], dtype=object), "'1' (1 row), '0' (1 row)"),
+        (pd.array([0, None], dtype="Int64").to_numpy(), "missing (1 row)"),
+        (np.array([0.5, 1.0]), "0.5 (1 row)"),
+        (np.array([-1, 1]), "-1 (1 row)"),
+    ):
+        with pytest.raises(PUError, match=re.escape(f"in every row; found {shown}")):
+            check_true_labels(values, "t")
+
+
 @pytest.mark.parametrize("name", BAD_INPUTS)
 def test_every_bad_input_gets_one_clear_line(bad_inputs, name, tmp_path, capsys):
     path, extra, message = bad_inputs[name]
@@ -593,6 +609,18 @@ def test_text_columns_are_categorical_and_others_skipped_with_a_warning(tmp_path
         assert puf.features == ["f0", "name", "code"]
         values = puf.frame.compute().sort_values("label")["f0"]
         assert values.dtype.kind == "f" and values.isna().tolist() == [False, True]
+    # an int column cannot hold the missing values: refused, as files that differ
+    (tmp_path / "intnull").mkdir()
+    frame.iloc[:1].assign(code=None).to_parquet(tmp_path / "intnull" / "part.0.parquet")
+    frame.iloc[1:].to_parquet(tmp_path / "intnull" / "part.1.parquet")
+    with pytest.raises(
+        PUError, match=r"differ in column .code.: no value in part\.0\.parquet, int64"
+    ):
+        read_pu_parquet(str(tmp_path / "intnull"))
+    # a hive partition key (in no file's footer) stays a column
+    frame[["f0", "name", "label"]].to_parquet(tmp_path / "hive", partition_cols=["name"])
+    puf = read_pu_parquet(str(tmp_path / "hive"))
+    assert sorted(puf.features) == ["f0", "name"] and puf.categorical == ["name"]
     puf = read_pu_parquet(str(tmp_path / "mixed.parquet"), categorical=["code"])
     assert puf.categorical == ["name", "code"]
     # a dataset whose files end in .pq, as Dask reads them too

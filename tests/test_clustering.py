@@ -127,11 +127,13 @@ def test_mixtures_fit_on_a_seeded_sample_of_many_positives():
 
     rng = np.random.default_rng(0)
     Z = np.r_[rng.normal(0, 1, (3000, 2)), rng.normal(8, 1, (3000, 2))]
-    capped = PUConfig(max_cluster_rows=500)
+    capped = PUConfig(max_cluster_rows=500, covariance_type="full")
     fit = fit_mixture_size(Z, 2, capped, seed=1)
     again = fit_mixture_size(Z, 2, capped, seed=1)
     assert fit.bic == again.bic
-    full = fit_mixture_size(Z, 2, PUConfig(max_cluster_rows=None), seed=1)
+    full = fit_mixture_size(Z, 2, capped.with_(max_cluster_rows=None), seed=1)
+    with pytest.raises(ValueError, match="one covariance type"):
+        fit_mixture_size(Z, 2, PUConfig(), seed=1)
     # BIC of 500 rows is about 500/6000 of the BIC of all rows; the means are the same.
     assert abs(fit.bic) < abs(full.bic) / 5
     np.testing.assert_allclose(

@@ -116,6 +116,12 @@ def test_bad_options():
         PULSCAR(random_state=-1).fit(d.X, d.label)
     with pytest.raises(ValueError, match="from 0 to 4294967293, got 4294967294"):
         PULSCAR(random_state=2**32 - 2, n_iterations=3).fit(d.X, d.label)
+    # a numpy seed is a seed (the mixtures' seeds are made from it without overflow)
+    same = [
+        PULSNAR(random_state=s, max_clusters=2, interval_resamples=0).fit(d.X, d.label).alpha_
+        for s in (np.int32(7), 7)
+    ]
+    assert same[0] == same[1]
     # a misspelt XGBoost parameter is refused, not dropped with a warning on a worker
     with pytest.raises(ValueError, match=r"XGBoost has no parameter\(s\) colsample_bytre$"):
         PULSCAR(xgb_params={"colsample_bytre": 0.5, "max_depth": 3}).fit(d.X, d.label)

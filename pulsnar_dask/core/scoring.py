@@ -13,6 +13,7 @@ and the import would add about half a second to every run's start-up.
 from __future__ import annotations
 
 import json
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -125,6 +126,8 @@ def _monotone_by_name(value: Any, table: list[str]) -> dict[str, int]:
                 value = [int(v) for v in text.split(",")] if text else []
             except ValueError:
                 raise ValueError(f"{name} {value!r} is not a list of -1, 0 and 1") from None
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
         if not isinstance(value, Sequence) or len(value) != len(table):
             length = len(value) if isinstance(value, Sequence) else "no"
             raise ValueError(
@@ -156,8 +159,10 @@ def _interaction_sets(value: Any, table: list[str], position: dict[str, int]) ->
         for f in group:
             if isinstance(f, str) and f in position:
                 names.append(f)
-            elif isinstance(f, int) and not isinstance(f, bool) and 0 <= f < len(table):
-                names.append(table[f])
+            elif (
+                isinstance(f, numbers.Integral) and not isinstance(f, bool) and 0 <= f < len(table)
+            ):
+                names.append(table[int(f)])
             else:
                 raise ValueError(f"{name}: {f!r} is not a feature name or position of the table")
         sets.append(names)

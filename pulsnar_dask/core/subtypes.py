@@ -73,7 +73,11 @@ def importance_gain(
 
 
 def fit_mixture_size(
-    Z: np.ndarray, n_components: int, config: PUConfig, seed: int, covariance_type: str = "full"
+    Z: np.ndarray,
+    n_components: int,
+    config: PUConfig,
+    seed: int,
+    covariance_type: str | None = None,
 ) -> MixtureFit:
     """Fit the mixture of one size and covariance type for a BIC curve (one task of the
     fan-out; :func:`fit_bic_curve` gives the types ``config.covariance_type`` asks for).
@@ -82,6 +86,9 @@ def fit_mixture_size(
     BIC taken) on that many of them, drawn with the seed; every positive is assigned
     afterwards by :func:`pulsnar_dask.core.mixture.cluster_labels`.
     """
+    covariance_type = covariance_type or config.covariance_type
+    if covariance_type == "auto":
+        raise ValueError("a mixture has one covariance type; fit_bic_curve chooses among them")
     if config.max_cluster_rows is not None and len(Z) > config.max_cluster_rows:
         rng = np.random.default_rng(seed)
         Z = Z[np.sort(rng.choice(len(Z), config.max_cluster_rows, replace=False))]
@@ -104,7 +111,8 @@ class Clustering:
     mixture_components : int
         Components of the chosen mixture.
     covariance_type : str
-        The covariance type whose BIC curve the mixture was chosen on.
+        The chosen mixture's covariance type (the lower BIC's; simpler where its fit
+        fell back).
     labels : ndarray of int of shape (n_positives,)
         Cluster of each positive, 0 = largest.
     bic : ndarray of shape (M,)

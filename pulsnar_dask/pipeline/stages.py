@@ -246,8 +246,9 @@ def check_true_labels(values: np.ndarray, name: str) -> np.ndarray:
     PUError
     """
     series = pd.Series(values, dtype=object)
-    numeric = pd.to_numeric(series, errors="coerce").astype(float)  # text: missing
-    bad = ~((numeric >= 0) & (numeric % 1 == 0)).to_numpy()
+    numeric = pd.to_numeric(series, errors="coerce").astype(float)
+    text = series.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
+    bad = text | ~((numeric >= 0) & (numeric % 1 == 0)).to_numpy()
     if bad.any():
         counts = series[bad].value_counts(dropna=False)
         raise PUError(
@@ -296,13 +297,13 @@ def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Cluste
     # positives by its categories (benchmarks/results/README.md, item 24)
     Z = clustering_matrix(X_positive, gain[cluster_idx])
     curves = fit_bic_curve(executor.map, Z, config, seed)
-    chosen, bic, covariance_type = choose_mixture(curves, config)
+    chosen, bic, _ = choose_mixture(curves, config)
     positive_labels = cluster_labels(chosen, Z, min_cluster_size(config, len(Z)))
     # described by indicators of their categories, named "column=category"
     X_described, names = executor.schema.one_hot(X_positive, cluster_cols)
     profiles = subtype_profiles(X_described, positive_labels, names)
     return make_clustering(
-        chosen, bic, covariance_type, positive_labels, gain, model_idx, cluster_idx, profiles
+        chosen, bic, chosen.covariance_type, positive_labels, gain, model_idx, cluster_idx, profiles
     )
 
 
@@ -358,6 +359,7 @@ def run_pipeline(
         check_seed(seed, iterations)
     except ValueError as exc:
         raise PUError(str(exc)) from None
+    seed = int(seed)  # a numpy integer would overflow in the seeds made from it
     config = config or PUConfig()
     requested, asked = method, config
     if config.n_threads is None and executor.threads is not None:
