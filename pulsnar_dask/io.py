@@ -335,11 +335,8 @@ def read_rows_to_score(
     if missing:
         raise PUError(f"{path} lacks feature column(s) the model needs: {', '.join(missing)}")
     # (a hive partition key is in no file's footer)
-    empty = [
-        n
-        for n in schema.names
-        if arrow is not None and n in arrow.names and _is_null(arrow.field(n).type)
-    ]
+    nulls = {f.name for f in (arrow or []) if _is_null(f.type)}
+    empty = [n for n in schema.names if n in nulls]
     if empty:
         # missing in every row, which the models take as they take any missing value
         logger.warning(
@@ -348,11 +345,11 @@ def read_rows_to_score(
         numeric = [n for n in empty if n not in schema.categories]
         frame = frame.astype(dict.fromkeys(numeric, "float32"))
     for name in schema.names:
+        if name in nulls:
+            continue
         dtype = frame.dtypes[name]
         categories = schema.categories.get(name)
         text = categories is not None and any(isinstance(v, str) for v in categories)
-        if name in empty:
-            continue
         if categories is None and not is_numeric(dtype):
             raise PUError(f"column '{name}' of {path} is {dtype}; the model has it numeric")
         if text and is_numeric(dtype):

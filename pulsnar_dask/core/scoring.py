@@ -98,13 +98,12 @@ def column_params(
         out of range.
     """
     params = dict(overrides)
-    position = {name: i for i, name in enumerate(table)}
     if "monotone_constraints" in params:
         by_name = _monotone_by_name(params["monotone_constraints"], list(table))
         values = [by_name.get(c, 0) for c in columns]
         params["monotone_constraints"] = "(" + ",".join(str(v) for v in values) + ")"
     if "interaction_constraints" in params:
-        sets = _interaction_sets(params["interaction_constraints"], list(table), position)
+        sets = _interaction_sets(params["interaction_constraints"], list(table))
         where = {name: i for i, name in enumerate(columns)}
         kept = [[where[n] for n in s if n in where] for s in sets]
         params["interaction_constraints"] = json.dumps([s for s in kept if s])
@@ -141,7 +140,7 @@ def _monotone_by_name(value: Any, table: list[str]) -> dict[str, int]:
     return {k: int(v) for k, v in pairs}
 
 
-def _interaction_sets(value: Any, table: list[str], position: dict[str, int]) -> list[list[str]]:
+def _interaction_sets(value: Any, table: list[str]) -> list[list[str]]:
     """``interaction_constraints`` as lists of feature names (see :func:`column_params`)."""
     name = "xgb_params: interaction_constraints"
     if isinstance(value, str):
@@ -153,11 +152,11 @@ def _interaction_sets(value: Any, table: list[str], position: dict[str, int]) ->
         isinstance(s, Sequence) and not isinstance(s, str) for s in value
     ):
         raise ValueError(f"{name} must be a list of lists of feature names or positions")
-    sets = []
+    known, sets = set(table), []
     for group in value:
         names = []
         for f in group:
-            if isinstance(f, str) and f in position:
+            if isinstance(f, str) and f in known:
                 names.append(f)
             elif (
                 isinstance(f, numbers.Integral) and not isinstance(f, bool) and 0 <= f < len(table)
