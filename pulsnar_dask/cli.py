@@ -321,6 +321,10 @@ def _run(args: argparse.Namespace) -> dict:
     from pulsnar_dask.report import build_report
 
     config = config_from_args(args)
+    try:  # seeds seed .. seed + iterations - 1, checked before a cluster starts
+        check_seed(args.seed, args.iterations)
+    except ValueError as exc:
+        raise PUError(f"--seed with --iterations {args.iterations}: {exc}") from None
     storage_options = parse_storage_options(args.storage_options)
     output = RunOutput(args.out, storage_options, overwrite=args.overwrite)
     output.check_apart_from(args.input)

@@ -457,6 +457,12 @@ def bad_inputs(tmp_path_factory):
         ["--seed", "-5"],
         "argument --seed: the seed must be a whole number from 0 to 4294967295, got -5",
     )
+    cases["seed with iterations"] = (
+        put("ok10", frame),
+        ["--seed", str(2**32 - 2), "--iterations", "3"],
+        "--seed with --iterations 3: the seed must be a whole number from 0 to 4294967293, "
+        "got 4294967294",
+    )
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -488,6 +494,7 @@ BAD_INPUTS = [
     "folds 1", "bin method", "storage options", "cluster fraction",
     "one resample", "misspelt xgboost parameter", "xgboost parameter value",
     "per-feature xgboost parameter", "true label as text", "true label missing", "negative seed",
+    "seed with iterations",
     "column named twice",
 ]  # fmt: skip
 
