@@ -18,9 +18,10 @@ Benchmarks (``--only`` picks some; ``--seeds`` caps the real sets at 5 seeds):
   PULSCAR and AUTO.
 * ``SNAR_large``: P=5000, U=5000/25000/50000/100000, 100 features, alpha 0.2; PULSNAR.
 * The real sets of :mod:`pulsnar_dask.datasets.realdata` (``SNAR_avila``, ``SNAR_gas``,
-  ``SCAR_grid``, ``SCAR_bank``, ``SCAR_mushroom``), built as the reference's example
-  scripts build them, fractions 0.01-0.5 (grid to 0.6, as the paper): AUTO; the
-  fractions a set cannot hold (too few positives to hide) are left out and listed.
+  ``SNAR_digits``, ``SNAR_segment``, ``SCAR_grid``, ``SCAR_bank``, ``SCAR_mushroom``),
+  built as the reference's example scripts build them, fractions 0.01-0.5 (grid to 0.6,
+  as the paper): AUTO; the fractions a set cannot hold (too few positives to hide) are
+  left out and listed.
 
 Writes to benchmarks/results/paper/ (or ``--out``): ``runs.csv`` (every run),
 ``<benchmark>.md`` tables beside the paper's numbers, ``<benchmark>.png`` bar plots,

@@ -59,8 +59,8 @@ def test_scar_construction_hides_positives_at_random():
 
 def test_registry_names_each_set_once_with_a_scenario():
     assert set(REAL_SETS) == {
-        "SNAR_shuttle", "SNAR_avila", "SNAR_gas", "SNAR_digits", "SCAR_grid", "SCAR_bank",
-        "SCAR_mushroom",
+        "SNAR_shuttle", "SNAR_avila", "SNAR_gas", "SNAR_digits", "SNAR_segment", "SCAR_grid",
+        "SCAR_bank", "SCAR_mushroom",
     }  # fmt: skip
     for name, spec in REAL_SETS.items():
         assert name.lower().startswith(spec.scenario)
@@ -74,6 +74,7 @@ def test_readers_parse_each_file_format(tmp_path):
         read_gas,
         read_grid,
         read_mushroom,
+        read_segment,
     )
 
     (tmp_path / "avila-tr.txt").write_text("0.1,0.2,A\n0.3,-0.4,F\n")
@@ -107,3 +108,9 @@ def test_readers_parse_each_file_format(tmp_path):
     X, classes = read_digits()  # scikit-learn's copy
     assert X.shape == (1797, 64) and X.dtype == np.float32 and X.max() == 16
     assert np.bincount(classes).tolist() == [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]
+
+    X, classes = read_segment()  # the package's copy
+    assert X.shape == (2310, 18) and X.dtype == np.float32
+    assert np.bincount(classes).tolist() == [330] * 7
+    # intensity-mean is the mean of the raw red, green and blue means
+    np.testing.assert_allclose(X[:, 8], X[:, 9:12].mean(axis=1), atol=1e-3)

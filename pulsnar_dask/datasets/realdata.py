@@ -16,7 +16,8 @@ Categorical columns (bank, mushroom) are integer codes in order of first appeara
 ``--categorical`` does) and XGBoost splits them on sets of categories.
 
 The files live in ``../shared/data`` beside the project (see its README), but for the
-handwritten digits, which scikit-learn ships; nothing here downloads anything.
+handwritten digits, which scikit-learn ships, and the image segments, which the package
+bundles (``data/segment.csv.gz``); nothing here downloads anything.
 """
 
 from __future__ import annotations
@@ -65,6 +66,25 @@ def read_digits(folder: str | Path | None = None) -> tuple[np.ndarray, np.ndarra
 
     X, classes = load_digits(return_X_y=True)
     return X.astype(np.float32), classes.astype(np.int64)
+
+
+SEGMENT_FILE = Path(__file__).with_name("data") / "segment.csv.gz"
+
+
+def read_segment(folder: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """UCI's Statlog image segmentation (2,310 outdoor image regions of 3x3 pixels, 18
+    features, 7 classes of 330 rows: brickface, cement, foliage, grass, path, sky,
+    window), bundled with the package (CC BY 4.0; the copy the ``river`` package ships,
+    without the constant pixel-count column); ``folder`` is not read.
+
+    Returns
+    -------
+    (X, classes)
+        ``classes`` are 0..6 for the class names in alphabetical order.
+    """
+    table = pd.read_csv(SEGMENT_FILE)
+    names = table.pop("category").astype("category")
+    return table.to_numpy(np.float32), names.cat.codes.to_numpy(np.int64)
 
 
 def read_gas(folder: str | Path) -> tuple[np.ndarray, np.ndarray]:
@@ -327,6 +347,9 @@ REAL_SETS: dict[str, RealSet] = {
         # many balanced subtypes in discrete features, with few unlabeled rows (the
         # largest digit's 183 negatives): like the paper's letter recognition set
         RealSet("SNAR_digits", "snar", "", read_digits, _largest_negative),
+        # seven balanced image-region classes in 18 continuous features (some of them
+        # exact sums of others), foliage and window alike: like the paper's dry beans
+        RealSet("SNAR_segment", "snar", "", read_segment, _largest_negative),
         RealSet("SCAR_grid", "scar", "grid", read_grid, _scar_on(0), "SCAR_electric_grid"),
         RealSet("SCAR_bank", "scar", "bank", read_bank, _scar_on(0), None, BANK_CATEGORICAL),
         RealSet(
