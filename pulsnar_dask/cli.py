@@ -80,16 +80,42 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     synth = sub.add_parser("synth", help="write the paper's synthetic PU data as Parquet")
-    synth.add_argument("--scenario", choices=("scar", "snar"), required=True)
-    synth.add_argument("--n-pos", type=_positive_int(1), required=True)
-    synth.add_argument("--n-unlab", type=_positive_int(1), required=True)
-    synth.add_argument("--n-features", type=_positive_int(1), required=True)
-    synth.add_argument("--alpha", type=_fraction, required=True)
-    synth.add_argument("--seed", type=_seed, default=0, help=SEED_HELP)
-    synth.add_argument("--out", required=True)
-    synth.add_argument("--partitions", type=_positive_int(1), default=1)
-    synth.add_argument("--class-sep", type=float, default=0.3)
-    synth.add_argument("--n-subtypes", type=_positive_int(1), default=5)
+    synth.add_argument(
+        "--scenario",
+        choices=("scar", "snar"),
+        required=True,
+        help="scar: positives hidden at random; snar: positive subtypes labeled in equal "
+        "numbers and hidden in shares 1:2:4:... (the paper's constructions)",
+    )
+    synth.add_argument("--n-pos", type=_positive_int(1), required=True, help="labeled positives")
+    synth.add_argument("--n-unlab", type=_positive_int(1), required=True, help="unlabeled rows")
+    synth.add_argument("--n-features", type=_positive_int(1), required=True, help="features")
+    synth.add_argument(
+        "--alpha",
+        type=_fraction,
+        required=True,
+        help="fraction of positives among the unlabeled rows, in [0, 1)",
+    )
+    synth.add_argument(
+        "--seed", type=_seed, default=0, help="seed of the generator and the row order (default: 0)"
+    )
+    synth.add_argument("--out", required=True, help="output Parquet dataset, path or URL")
+    synth.add_argument(
+        "--partitions", type=_positive_int(1), default=1, help="Parquet files (default: 1)"
+    )
+    synth.add_argument(
+        "--class-sep",
+        type=float,
+        default=0.3,
+        help="how far apart the classes lie (make_classification's class_sep; default: 0.3, "
+        "the paper's)",
+    )
+    synth.add_argument(
+        "--n-subtypes",
+        type=_positive_int(1),
+        default=5,
+        help="positive subtypes (default: 5, the paper's)",
+    )
     synth.add_argument(
         "--generator",
         choices=("auto", "paper", "chunked"),
@@ -128,10 +154,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser(
         "demo", help="synthetic SNAR data + the default method on a local cluster"
     )
-    demo.add_argument("--out", default="demo_output")
-    demo.add_argument("--n-workers", type=_positive_int(1), default=None)
-    demo.add_argument("--quiet", action="store_true")
-    demo.add_argument("--debug", action="store_true")
+    demo.add_argument(
+        "--out", default="demo_output", help="output directory (default: demo_output)"
+    )
+    demo.add_argument(
+        "--n-workers",
+        type=_positive_int(1),
+        default=None,
+        help="local worker processes (default: one per core)",
+    )
+    demo.add_argument("--quiet", action="store_true", help="no progress bars")
+    demo.add_argument("--debug", action="store_true", help="show tracebacks")
     for p in (synth, run, score):
         p.add_argument(
             "--quiet",

@@ -839,6 +839,16 @@ def test_every_setting_is_declared_once_and_the_cli_and_estimators_follow_it():
     assert not missing, f"CLI settings that PULSNAR does not take: {sorted(missing)}"
 
 
+def test_every_option_of_every_command_has_a_help_text():
+    from pulsnar_dask.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert set(commands) == {"synth", "run", "score", "demo"}
+    for name, command in commands.items():
+        for action in command._actions:
+            assert action.help, f"{name} {action.option_strings} has no help text"
+
+
 def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsys):
     out = tmp_path / "auto"
     status, summary, err = run_cli(
