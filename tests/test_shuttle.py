@@ -1,4 +1,4 @@
-"""The shuttle benchmark's PU construction (DESIGN.md section 6)."""
+"""The shuttle benchmark's PU construction (the paper's SNAR shuttle data)."""
 
 import numpy as np
 import pytest

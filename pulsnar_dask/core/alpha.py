@@ -1,6 +1,6 @@
 """Alpha, the fraction of positives among the unlabeled, from classifier probabilities.
 
-``kernel`` (PULSCAR, DESIGN.md section 6): with beta-kernel densities ``f_p`` (labeled
+``kernel`` (PULSCAR, Kumar & Lambert, arXiv 2303.08269): with beta-kernel densities ``f_p`` (labeled
 positives) and ``f_u`` (unlabeled) on the same grid and bandwidth,
 ``err(a) = min_z (f_u(z) - a f_p(z))`` over candidates ``a = 0, 0.0001, ..., 0.9999``; the
 objective is ``log10(|err(a)| + eps)`` and the estimate is the candidate where the slope

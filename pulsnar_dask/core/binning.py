@@ -1,6 +1,6 @@
 """Bin-count rules for the histogram and the density grid.
 
-The rules follow DESIGN.md section 6 and the reference implementation: every rule
+The rules follow the paper and the reference implementation: every rule
 but Sturges is rounded to the nearest power of two, and the count is capped at 512.
 """
 

@@ -1,4 +1,4 @@
-"""The Statlog shuttle data as the paper's SNAR benchmark (DESIGN.md section 6).
+"""The Statlog shuttle data as the paper's SNAR benchmark (Kumar & Lambert, arXiv 2303.08269).
 
 Class 1 is negative, classes 2-7 are positive subtypes. The unlabeled set is every
 class-1 row plus ``int(n_negative * fraction / (1 - fraction))`` positives taken from

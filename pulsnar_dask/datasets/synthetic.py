@@ -1,4 +1,4 @@
-"""The paper's synthetic PU data (DESIGN.md section 6).
+"""The paper's synthetic PU data (Kumar & Lambert, arXiv 2303.08269).
 
 SCAR: two classes; the labeled positives are a random sample of the positive class.
 SNAR: one negative class and ``n_subtypes`` positive subtypes; the labeled positives hold
@@ -68,7 +68,7 @@ def _check(scenario: str, alpha: float) -> None:
 def pu_composition(
     scenario: str, n_pos: int, n_unlab: int, alpha: float, n_subtypes: int = 5
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows per class among the labeled positives and among the unlabeled (DESIGN.md 6).
+    """Rows per class among the labeled positives and among the unlabeled (the paper's).
 
     Returns
     -------

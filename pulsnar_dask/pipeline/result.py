@@ -150,7 +150,7 @@ class JobResult:
         ]
 
     def summary(self) -> dict[str, Any]:
-        """The run summary (DESIGN.md section 4), JSON-serialisable."""
+        """The run summary (``summary.json``), JSON-serialisable."""
         out: dict[str, Any] = {
             "method": self.method,
             "alpha": self.alpha,
