@@ -36,6 +36,7 @@ SCORING_SETTINGS = [
 CLUSTER_SETTINGS = [
     "n_clusters", "max_clusters", "cluster_selection", "covariance_type",
     "max_cluster_features", "max_cluster_rows", "min_cluster_fraction", "claim_overlap",
+    "cluster_split",
 ]  # fmt: skip
 _OWN_DOC = """    n_iterations : int, default 1
         Repeats with seeds ``random_state + i``; ``alpha_`` is their mean.
@@ -384,6 +385,7 @@ class PULSNAR(PULSCAR):
         max_cluster_rows: int | None = _D.max_cluster_rows,
         min_cluster_fraction: float = _D.min_cluster_fraction,
         claim_overlap: float = _D.claim_overlap,
+        cluster_split: float | None = _D.cluster_split,
         method: str = "auto",
     ):
         super().__init__(
@@ -417,6 +419,7 @@ class PULSNAR(PULSCAR):
         self.max_cluster_rows = max_cluster_rows
         self.min_cluster_fraction = min_cluster_fraction
         self.claim_overlap = claim_overlap
+        self.cluster_split = cluster_split
         self.method = method
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:

@@ -251,3 +251,35 @@ def test_the_covariance_type_is_the_one_with_the_lower_bic():
     # asked for one type, only that type is fitted
     curves = fit_bic_curve(one_by_one, axis, config.with_(covariance_type="full"), 0)
     assert set(curves) == {"full"} and choose_mixture(curves, config)[2] == "full"
+
+
+def test_a_cluster_is_cut_in_two_only_where_two_components_fit_it_better():
+    from pulsnar_dask.core.subtypes import cluster_halves
+
+    rng = np.random.default_rng(0)
+    two_blobs = np.r_[rng.normal(0, 1, (300, 3)), rng.normal(6, 1, (200, 3))]
+    one_blob = rng.normal(0, 1, (500, 3))
+    Z = np.r_[two_blobs, one_blob]
+    labels = np.r_[np.zeros(500, int), np.ones(500, int)]
+    halves = cluster_halves(Z, labels, "full", min_size=50, seed=0)
+    assert halves[1] is None
+    cut = halves[0]
+    assert cut.shape == (500,) and cut.dtype == bool
+    assert len({tuple(np.unique(cut[:300])), tuple(np.unique(cut[300:]))}) == 2  # the blobs
+    # a half under the floor is no cut; the same cut from a seeded sample of the rows
+    assert cluster_halves(Z, labels, "full", min_size=250, seed=0) == [None, None]
+    sampled = cluster_halves(Z, labels, "full", min_size=50, seed=0, max_rows=200)[0]
+    assert (sampled == cut).all() or (sampled == ~cut).all()
+
+
+def test_halves_differ_where_their_scores_part_by_more_than_the_margin():
+    from pulsnar_dask.core.subtypes import halves_differ
+
+    half = np.r_[np.zeros(100, bool), np.ones(100, bool)]
+    rng = np.random.default_rng(1)
+    alike = rng.uniform(size=200)
+    assert not halves_differ(alike, half, 0.2)
+    apart = np.r_[rng.uniform(0.5, 1.0, 100), rng.uniform(0.0, 0.8, 100)]  # AUC 0.08-0.2
+    assert halves_differ(apart, half, 0.2)
+    assert halves_differ(apart[::-1], half, 0.2)  # either half may score lower
+    assert not halves_differ(apart, half, 0.45)

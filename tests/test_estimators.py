@@ -200,3 +200,39 @@ def test_per_feature_xgboost_parameters_follow_the_features_into_every_subproble
             curves.append(c.probability(varied))
         steps = np.diff(np.array(curves), axis=0)
         assert steps.max() <= 1e-6, c.features
+
+
+def _two_rates(labeled_a: int, labeled_b: int, seed: int = 0):
+    """Negatives at the origin and two positive subtypes of 1,000 rows each, labeled
+    ``labeled_a`` and ``labeled_b`` of them; the rest of each subtype is hidden."""
+    rng = np.random.default_rng(seed)
+    X = np.r_[
+        rng.normal(0, 1, (2000, 3)),
+        rng.normal(0, 1, (1000, 3)) + np.array([5, 0, 0]),
+        rng.normal(0, 1, (1000, 3)) + np.array([0, 5, 0]),
+    ].astype(np.float32)
+    y = np.r_[np.zeros(2000), np.arange(1000) < labeled_a, np.arange(1000) < labeled_b]
+    true_alpha = (2000 - labeled_a - labeled_b) / (4000 - labeled_a - labeled_b)
+    return X, y.astype(int), true_alpha
+
+
+def test_a_cluster_whose_halves_hide_positives_at_different_rates_is_cut_in_two(caplog):
+    """Two subtypes in one cluster, labeled at 90% and 10%: the cluster's alpha is read
+    where its labeled positives are densest, the first subtype, and the second one's
+    hidden positives go uncounted; cut in two, each half reads its own."""
+    X, y, true_alpha = _two_rates(900, 100)
+    settings = dict(method="pulsnar", n_clusters=1, interval_resamples=0, random_state=0)
+    whole = PULSNAR(**settings).fit(X, y)
+    assert whole.n_clusters_ == 1 and whole.alpha_ < true_alpha - 0.15
+    with caplog.at_level("INFO", logger="pulsnar_dask"):
+        cut = PULSNAR(**settings, cluster_split=0.2).fit(X, y)
+    assert "clusters [1] hide positives at different rates" in caplog.text
+    assert cut.n_clusters_ == 2 and len(cut.subproblems_) == 2
+    assert np.bincount(cut.clustering_.labels).tolist() == [900, 100]  # largest first
+    assert len(cut.clustering_.profiles) == 2
+    assert abs(cut.alpha_ - true_alpha) < 0.03
+    # subtypes labeled at the same rate: the halves score alike and stay one cluster
+    X, y, true_alpha = _two_rates(500, 500)
+    even = PULSNAR(**settings, cluster_split=0.2).fit(X, y)
+    assert even.n_clusters_ == 1
+    assert even.alpha_ == pytest.approx(PULSNAR(**settings).fit(X, y).alpha_, abs=1e-12)

@@ -267,6 +267,17 @@ class PUConfig:
         type="float",
         flag="--claim-overlap",
     )
+    cluster_split: float | None = option(
+        None,
+        "Split a PULSNAR cluster in two where a two-component mixture fits its positives "
+        "better (lower BIC) and its subproblem's probabilities tell the two halves' labeled "
+        "positives apart, their AUC farther than this from 0.5: the halves hide positives "
+        "at different rates, which one cluster reads low; none: never (being measured; "
+        "decision record, 'Where it still falls short').",
+        type="float or None",
+        flag="--cluster-split",
+        parse=_optional(float),
+    )
     covariance_type: str = option(
         "auto",
         "Covariance of the mixtures' components: auto fits full and diagonal covariances "
@@ -358,6 +369,8 @@ class PUConfig:
             )
         if not 0 <= self.claim_overlap <= 1:
             raise ValueError(f"claim_overlap must be in [0, 1], got {self.claim_overlap}")
+        if self.cluster_split is not None and not 0 <= self.cluster_split < 0.5:
+            raise ValueError(f"cluster_split must be in [0, 0.5) or None, got {self.cluster_split}")
         if self.interval_resamples < 0 or self.interval_resamples == 1:
             raise ValueError(
                 f"interval_resamples must be 0 (no interval) or at least 2, got "

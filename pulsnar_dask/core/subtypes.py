@@ -124,6 +124,9 @@ class Clustering:
     gain : ndarray of shape (n_features,)
     profiles : list of list of dict
         What sets each cluster apart (:func:`subtype_profiles`).
+    halves : tuple of (ndarray of bool or None)
+        Each cluster's cut in two (:func:`cluster_halves`) while the subproblems have
+        yet to say which cuts to use (``PUConfig.cluster_split``); empty otherwise.
     """
 
     n_clusters: int
@@ -135,6 +138,7 @@ class Clustering:
     model_features: np.ndarray
     gain: np.ndarray
     profiles: list[list[dict[str, Any]]]
+    halves: tuple[np.ndarray | None, ...] = ()
 
 
 def select_features(gain: np.ndarray, config: PUConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -195,9 +199,10 @@ def make_clustering(
     model_features: np.ndarray,
     cluster_features: np.ndarray,
     profiles: list[list[dict[str, Any]]],
+    halves: list[np.ndarray | None] = (),
 ) -> Clustering:
     """Record the clustering of the positives (``labels`` from :func:`cluster_labels`,
-    ``profiles`` from :func:`subtype_profiles`)."""
+    ``profiles`` from :func:`subtype_profiles`, ``halves`` from :func:`cluster_halves`)."""
     n_clusters = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_clusters)
     logger.info("PULSNAR: %d clusters of positives, sizes %s", n_clusters, sizes.tolist())
@@ -216,6 +221,7 @@ def make_clustering(
         model_features,
         gain,
         profiles,
+        tuple(halves),
     )
 
 
@@ -335,6 +341,89 @@ def fit_bic_curve(
         for i, k in enumerate(going):
             curves[k] += fits[i * len(sizes) : (i + 1) * len(sizes)]
     return curves
+
+
+def cluster_halves(
+    Z: np.ndarray,
+    labels: np.ndarray,
+    covariance_type: str,
+    min_size: int,
+    seed: int,
+    max_rows: int | None = None,
+) -> list[np.ndarray | None]:
+    """Each cluster's positives cut in two, where two mixture components fit them better.
+
+    A cluster is cut where a two-component mixture of its positives has a lower BIC than
+    one component and each half keeps at least ``min_size`` positives; whether the cut
+    is used is for the cluster's subproblem to say (:func:`halves_differ`).
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n_positives, d)
+        The clustering matrix.
+    labels : ndarray of int of shape (n_positives,)
+        Cluster of each positive (:func:`pulsnar_dask.core.mixture.cluster_labels`).
+    covariance_type : str
+        Covariance of the components (the chosen mixture's).
+    min_size : int
+        Fewest positives a half may have.
+    seed : int
+    max_rows : int or None
+        Fit the two mixtures on at most this many of a cluster's positives (a seeded
+        sample); every positive is then assigned.
+
+    Returns
+    -------
+    list of (ndarray of bool or None)
+        Per cluster, ``True`` for the positives (in the order of ``labels == c``) in the
+        second half; ``None`` where the cluster is not cut.
+    """
+    out: list[np.ndarray | None] = []
+    for c in range(int(labels.max()) + 1):
+        Zc = Z[labels == c]
+        half = None
+        if len(Zc) >= 2 * min_size:
+            fitted = Zc
+            if max_rows is not None and len(Zc) > max_rows:
+                rng = np.random.default_rng(seed)
+                fitted = Zc[np.sort(rng.choice(len(Zc), max_rows, replace=False))]
+            state = mixture_random_state(2, seed)
+            one = fit_mixture(fitted, 1, covariance_type, random_state=state)
+            two = fit_mixture(fitted, 2, covariance_type, random_state=state)
+            cut = two.model.predict(Zc) == 1
+            if two.bic < one.bic and min_size <= cut.sum() <= len(Zc) - min_size:
+                half = cut
+        out.append(half)
+    return out
+
+
+def halves_differ(probabilities: np.ndarray, half: np.ndarray, margin: float) -> bool:
+    """Whether a cluster's subproblem scores its two halves' labeled positives apart.
+
+    Where the halves hide positives at different rates, the unlabeled rows resemble one
+    half more than the other and its positives score lower out of fold; within one
+    subtype the halves score alike.
+
+    Parameters
+    ----------
+    probabilities : ndarray of shape (n,)
+        The subproblem's out-of-fold probabilities of the cluster's labeled positives.
+    half : ndarray of bool of shape (n,)
+        The second half (:func:`cluster_halves`), in the same order.
+    margin : float
+        How far from 0.5 the AUC between the halves' probabilities must be, in [0, 0.5).
+
+    Returns
+    -------
+    bool
+    """
+    from scipy.stats import rankdata
+
+    half = np.asarray(half, dtype=bool)
+    ranks = rankdata(probabilities)
+    n1, n0 = int(half.sum()), int((~half).sum())
+    auc = (ranks[half].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)
+    return abs(auc - 0.5) > margin
 
 
 # Subtype-mix distance below which ``method="auto"`` keeps PULSCAR (see choose_method).

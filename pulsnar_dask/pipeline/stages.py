@@ -43,7 +43,9 @@ from pulsnar_dask.core.subtypes import (
     Clustering,
     choose_method,
     choose_mixture,
+    cluster_halves,
     fit_bic_curve,
+    halves_differ,
     make_clustering,
     min_cluster_size,
     select_features,
@@ -298,13 +300,121 @@ def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Cluste
     Z = clustering_matrix(X_positive, gain[cluster_idx])
     curves = fit_bic_curve(executor.map, Z, config, seed)
     chosen, bic, _ = choose_mixture(curves, config)
-    positive_labels = cluster_labels(chosen, Z, min_cluster_size(config, len(Z)))
-    # described by indicators of their categories, named "column=category"
-    X_described, names = executor.schema.one_hot(X_positive, cluster_cols)
-    profiles = subtype_profiles(X_described, positive_labels, names)
+    min_size = min_cluster_size(config, len(Z))
+    positive_labels = cluster_labels(chosen, Z, min_size)
+    halves = []
+    if config.cluster_split is not None:
+        halves = cluster_halves(
+            Z, positive_labels, chosen.covariance_type, min_size, seed, config.max_cluster_rows
+        )
+    profiles = _profiles(executor, cluster_cols, positive_labels, X_positive)
     return make_clustering(
-        chosen, bic, chosen.covariance_type, positive_labels, gain, model_idx, cluster_idx, profiles
+        chosen,
+        bic,
+        chosen.covariance_type,
+        positive_labels,
+        gain,
+        model_idx,
+        cluster_idx,
+        profiles,
+        halves,
     )
+
+
+def _profiles(
+    executor: Executor,
+    columns: list[str],
+    positive_labels: np.ndarray,
+    X_positive: np.ndarray | None = None,
+) -> list[list[dict[str, Any]]]:
+    """What sets each cluster apart, on the positives' clustering columns (read again
+    where not given), described by indicators of their categories ("column=category")."""
+    if X_positive is None:
+        X_positive = executor.positives(columns)
+    X_described, names = executor.schema.one_hot(X_positive, columns)
+    return subtype_profiles(X_described, positive_labels, names)
+
+
+def split_clusters(
+    executor: Executor,
+    clustering: Clustering,
+    per_iteration: list[list[SubproblemResult]],
+    positive_ids: np.ndarray,
+    margin: float,
+    score_parts: Callable[[list[np.ndarray]], list[SubproblemResult]],
+) -> tuple[list[list[SubproblemResult]], Clustering]:
+    """Cut the clusters whose subproblems score their halves apart (``cluster_split``).
+
+    A cluster whose halves (:func:`~pulsnar_dask.core.subtypes.cluster_halves`) the first
+    iteration's subproblem scores apart (:func:`~pulsnar_dask.core.subtypes.halves_differ`)
+    becomes two clusters, each with a subproblem of its own in every iteration; the
+    clusters are renumbered by decreasing size.
+
+    Parameters
+    ----------
+    per_iteration : list of list of SubproblemResult
+        Each iteration's cluster subproblems, in cluster order.
+    positive_ids : ndarray
+        The labeled positives' ids, in the order of ``clustering.labels``.
+    margin : float
+        ``PUConfig.cluster_split``.
+    score_parts : callable
+        ``score_parts(parts) -> results``: the subproblems of the given positives' ids
+        (each with every unlabeled row), iteration after iteration.
+
+    Returns
+    -------
+    (per_iteration, clustering)
+        Unchanged where no cluster is cut.
+    """
+    labels, halves = clustering.labels, clustering.halves
+    clustering = replace(clustering, halves=())
+    cut = []
+    for c, half in enumerate(halves):
+        if half is None:
+            continue
+        r = per_iteration[0][c]
+        held = r.row_ids[r.labels == 1]
+        at = np.searchsorted(held, positive_ids[labels == c])  # subproblem ids ascend
+        if halves_differ(r.probabilities[r.labels == 1][at], half, margin):
+            cut.append(c)
+    if not cut:
+        return per_iteration, clustering
+    logger.info(
+        "clusters %s hide positives at different rates in their two halves: each half "
+        "becomes a cluster",
+        [c + 1 for c in cut],
+    )
+    parts = []
+    for c in cut:
+        members = positive_ids[labels == c]
+        parts += [members[~halves[c]], members[halves[c]]]
+    scored = score_parts(parts)
+    n_parts = len(parts)
+    # every cluster as (positive ids, its subproblem in each iteration)
+    clusters = [
+        (positive_ids[labels == c], [it[c] for it in per_iteration])
+        for c in range(clustering.n_clusters)
+        if c not in cut
+    ]
+    clusters += [
+        (ids, [scored[i * n_parts + j] for i in range(len(per_iteration))])
+        for j, ids in enumerate(parts)
+    ]
+    clusters.sort(key=lambda cluster: -cluster[0].size)
+    new_labels = np.empty_like(labels)
+    at = np.argsort(positive_ids, kind="stable")
+    for c, (ids, _) in enumerate(clusters):
+        new_labels[at[np.searchsorted(positive_ids, ids, sorter=at)]] = c
+    columns = [executor.features[i] for i in clustering.cluster_features]
+    clustering = replace(
+        clustering,
+        n_clusters=len(clusters),
+        labels=new_labels,
+        profiles=_profiles(executor, columns, new_labels),
+    )
+    per_iteration = [[results[i] for _, results in clusters] for i in range(len(per_iteration))]
+    return per_iteration, clustering
 
 
 def run_pipeline(
@@ -470,9 +580,26 @@ def run_pipeline(
             pending += [request(features, None, it) for it in range(iterations)]
         results = subproblems(pending)
         per_iteration = [results[i * n_clusters : (i + 1) * n_clusters] for i in range(iterations)]
+        pulscar_results = results[iterations * n_clusters :]
         mixture_components = clustering.mixture_components
         if compare:
-            pulscar_first = results[iterations * n_clusters]
+            pulscar_first = pulscar_results[0]
+        if clustering.halves:
+
+            def score_parts(parts: list[np.ndarray]) -> list[SubproblemResult]:
+                return subproblems(
+                    [
+                        request(model_cols, ids, it, f"part{j + 1}")
+                        for it in range(iterations)
+                        for j, ids in enumerate(parts)
+                    ]
+                )
+
+            per_iteration, clustering = split_clusters(
+                executor, clustering, per_iteration, positive_ids, config.cluster_split,
+                score_parts,
+            )  # fmt: skip
+            n_clusters = clustering.n_clusters
         if method == "auto":
             first = per_iteration[0]
             method, evidence = choose_method(
@@ -485,8 +612,8 @@ def run_pipeline(
             log("method auto: %s (%s)", method, evidence["reason"])
             if method == "pulscar":
                 if compare:
-                    alternative = results[:n_clusters]
-                    per_iteration = [[r] for r in results[iterations * n_clusters :]]
+                    alternative = per_iteration[0]
+                    per_iteration = [[r] for r in pulscar_results]
                 n_clusters = 1
             elif compare:
                 alternative = [pulscar_first]
