@@ -97,8 +97,14 @@ def bic_plot(result: JobResult) -> bytes:
     kind = result.clustering.covariance_type if result.clustering is not None else ""
     ax.plot(ks, result.bic, marker="o", label=f"{kind} covariance".strip())
     chosen = result.mixture_components
-    merged = f", {result.n_clusters} after merging small ones" if result.n_clusters < chosen else ""
-    ax.axvline(chosen, color="tab:red", ls="--", label=f"chosen: {chosen}{merged}")
+    cut = len(result.clustering.cut) if result.clustering is not None else 0
+    kept = result.n_clusters - cut
+    label = f"chosen: {chosen}"
+    if kept < chosen:
+        label += f", {kept} after merging small ones"
+    if cut:
+        label += f", {result.n_clusters} after cutting {cut} in two"
+    ax.axvline(chosen, color="tab:red", ls="--", label=label)
     ax.set_xlabel("number of clusters")
     ax.set_ylabel("BIC")
     ax.set_title("Clustering of the labeled positives")

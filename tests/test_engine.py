@@ -222,4 +222,5 @@ def test_clusters_cut_in_two_match_the_in_memory_estimator(client, tmp_path):
     assert result.n_clusters == est.n_clusters_ == 2
     assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
     np.testing.assert_array_equal(result.clustering.labels, est.clustering_.labels)
-    assert result.summary()["n_clusters"] == 2
+    summary = result.summary()
+    assert summary["n_clusters"] == 2 and summary["clusters_cut"] == [1]

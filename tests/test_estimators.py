@@ -229,7 +229,7 @@ def test_a_cluster_whose_halves_hide_positives_at_different_rates_is_cut_in_two(
     assert "clusters [1] hide positives at different rates" in caplog.text
     assert cut.n_clusters_ == 2 and len(cut.subproblems_) == 2
     assert np.bincount(cut.clustering_.labels).tolist() == [900, 100]  # largest first
-    assert len(cut.clustering_.profiles) == 2
+    assert len(cut.clustering_.profiles) == 2 and cut.clustering_.cut == (1,)
     assert abs(cut.alpha_ - true_alpha) < 0.03
     # subtypes labeled at the same rate: the halves score alike and stay one cluster
     X, y, true_alpha = _two_rates(500, 500)

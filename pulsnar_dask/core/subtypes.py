@@ -127,6 +127,8 @@ class Clustering:
     halves : tuple of (ndarray of bool or None)
         Each cluster's cut in two (:func:`cluster_halves`) while the subproblems have
         yet to say which cuts to use (``PUConfig.cluster_split``); empty otherwise.
+    cut : tuple of int
+        The mixture's clusters (numbered from 1, before the cuts) that were cut in two.
     """
 
     n_clusters: int
@@ -139,6 +141,7 @@ class Clustering:
     gain: np.ndarray
     profiles: list[list[dict[str, Any]]]
     halves: tuple[np.ndarray | None, ...] = ()
+    cut: tuple[int, ...] = ()
 
 
 def select_features(gain: np.ndarray, config: PUConfig) -> tuple[np.ndarray, np.ndarray]:

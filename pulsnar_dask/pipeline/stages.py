@@ -412,6 +412,7 @@ def split_clusters(
         n_clusters=len(clusters),
         labels=new_labels,
         profiles=_profiles(executor, columns, new_labels),
+        cut=tuple(c + 1 for c in cut),
     )
     per_iteration = [[results[i] for _, results in clusters] for i in range(len(per_iteration))]
     return per_iteration, clustering
