@@ -90,6 +90,17 @@ def objective_plot(result: JobResult) -> bytes:
     return _png(fig)
 
 
+def chosen_label(components: int, n_clusters: int, cut: int) -> str:
+    """The BIC plot's legend for the chosen mixture: its components, the clusters left
+    after small ones merged, and after ``cut`` of them were cut in two."""
+    label = f"chosen: {components}"
+    if n_clusters - cut < components:
+        label += f", {n_clusters - cut} after merging small ones"
+    if cut:
+        label += f", {n_clusters} after cutting {cut} in two"
+    return label
+
+
 def bic_plot(result: JobResult) -> bytes:
     """BIC against the number of mixture components, with the chosen count."""
     fig, ax = plt.subplots(figsize=(5, 3.2), layout="constrained")
@@ -98,13 +109,7 @@ def bic_plot(result: JobResult) -> bytes:
     ax.plot(ks, result.bic, marker="o", label=f"{kind} covariance".strip())
     chosen = result.mixture_components
     cut = len(result.clustering.cut) if result.clustering is not None else 0
-    kept = result.n_clusters - cut
-    label = f"chosen: {chosen}"
-    if kept < chosen:
-        label += f", {kept} after merging small ones"
-    if cut:
-        label += f", {result.n_clusters} after cutting {cut} in two"
-    ax.axvline(chosen, color="tab:red", ls="--", label=label)
+    ax.axvline(chosen, color="tab:red", ls="--", label=chosen_label(chosen, result.n_clusters, cut))
     ax.set_xlabel("number of clusters")
     ax.set_ylabel("BIC")
     ax.set_title("Clustering of the labeled positives")

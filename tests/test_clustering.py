@@ -283,3 +283,15 @@ def test_halves_differ_where_their_scores_part_by_more_than_the_margin():
     assert halves_differ(apart, half, 0.2)
     assert halves_differ(apart[::-1], half, 0.2)  # either half may score lower
     assert not halves_differ(apart, half, 0.45)
+
+
+def test_the_bic_plot_says_how_the_chosen_mixture_became_the_clusters():
+    from pulsnar_dask.report import chosen_label
+
+    assert chosen_label(5, 5, 0) == "chosen: 5"
+    assert chosen_label(13, 9, 0) == "chosen: 13, 9 after merging small ones"
+    assert (
+        chosen_label(13, 10, 1)
+        == "chosen: 13, 9 after merging small ones, 10 after cutting 1 in two"
+    )
+    assert chosen_label(1, 2, 1) == "chosen: 1, 2 after cutting 1 in two"
