@@ -108,8 +108,10 @@ def bic_plot(result: JobResult) -> bytes:
     kind = result.clustering.covariance_type if result.clustering is not None else ""
     ax.plot(ks, result.bic, marker="o", label=f"{kind} covariance".strip())
     chosen = result.mixture_components
-    cut = len(result.clustering.cut) if result.clustering is not None else 0
-    ax.axvline(chosen, color="tab:red", ls="--", label=chosen_label(chosen, result.n_clusters, cut))
+    clusters, cut = result.n_clusters, 0
+    if result.clustering is not None:  # the clustering's own count, whatever auto chose
+        clusters, cut = result.clustering.n_clusters, len(result.clustering.cut)
+    ax.axvline(chosen, color="tab:red", ls="--", label=chosen_label(chosen, clusters, cut))
     ax.set_xlabel("number of clusters")
     ax.set_ylabel("BIC")
     ax.set_title("Clustering of the labeled positives")

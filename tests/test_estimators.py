@@ -231,8 +231,17 @@ def test_a_cluster_whose_halves_hide_positives_at_different_rates_is_cut_in_two(
     assert np.bincount(cut.clustering_.labels).tolist() == [900, 100]  # largest first
     assert len(cut.clustering_.profiles) == 2 and cut.clustering_.cut == (1,)
     assert abs(cut.alpha_ - true_alpha) < 0.03
+    # auto, with PULSCAR scored beside the one cluster that the cut makes two
+    auto = PULSNAR(
+        **{**settings, "method": "auto", "interval_resamples": 2}, cluster_split=0.2
+    ).fit(X, y)
+    assert auto.method_ == "pulsnar" and auto.n_clusters_ == 2
+    assert auto.alpha_ == pytest.approx(cut.alpha_, abs=1e-12)
+    assert "pulscar kernel" in auto.alpha_interval_.readings
     # subtypes labeled at the same rate: the halves score alike and stay one cluster
     X, y, true_alpha = _two_rates(500, 500)
-    even = PULSNAR(**settings, cluster_split=0.2).fit(X, y)
-    assert even.n_clusters_ == 1
-    assert even.alpha_ == pytest.approx(PULSNAR(**settings).fit(X, y).alpha_, abs=1e-12)
+    for method in ("pulsnar", "auto"):
+        even = PULSNAR(**{**settings, "method": method}, cluster_split=0.2).fit(X, y)
+        whole = PULSNAR(**{**settings, "method": method}).fit(X, y)
+        assert even.n_clusters_ == 1 and even.method_ == whole.method_
+        assert even.alpha_ == pytest.approx(whole.alpha_, abs=1e-12)

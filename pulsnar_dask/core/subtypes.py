@@ -391,10 +391,16 @@ def cluster_halves(
                 rng = np.random.default_rng(seed)
                 fitted = Zc[np.sort(rng.choice(len(Zc), max_rows, replace=False))]
             state = mixture_random_state(2, seed)
-            one = fit_mixture(fitted, 1, covariance_type, random_state=state)
-            two = fit_mixture(fitted, 2, covariance_type, random_state=state)
+            try:
+                one = fit_mixture(fitted, 1, covariance_type, random_state=state)
+                two = fit_mixture(fitted, 2, covariance_type, random_state=state)
+            except RuntimeError as exc:  # a refinement: the cluster stays whole
+                logger.info("cluster %d not cut: %s", c + 1, exc)
+                out.append(None)
+                continue
             cut = two.model.predict(Zc) == 1
-            if two.bic < one.bic and min_size <= cut.sum() <= len(Zc) - min_size:
+            comparable = one.covariance_type == two.covariance_type  # BICs of one family
+            if comparable and two.bic < one.bic and min_size <= cut.sum() <= len(Zc) - min_size:
                 half = cut
         out.append(half)
     return out

@@ -575,17 +575,17 @@ def run_pipeline(
             for it in range(iterations)
             for c in range(n_clusters)
         ]
-        # auto weighs PULSCAR against the clusters: its subproblems run alongside them.
-        compare = method == "auto" and n_clusters > 1
+        # auto weighs PULSCAR against the clusters: its subproblems run alongside them
+        # (and alongside one cluster that a cut may make two)
+        may_cut = any(h is not None for h in clustering.halves)
+        compare = method == "auto" and (n_clusters > 1 or may_cut)
         if compare:
             pending += [request(features, None, it) for it in range(iterations)]
         results = subproblems(pending)
         per_iteration = [results[i * n_clusters : (i + 1) * n_clusters] for i in range(iterations)]
         pulscar_results = results[iterations * n_clusters :]
         mixture_components = clustering.mixture_components
-        if compare:
-            pulscar_first = pulscar_results[0]
-        if clustering.halves:
+        if may_cut:
 
             def score_parts(parts: list[np.ndarray]) -> list[SubproblemResult]:
                 return subproblems(
@@ -601,6 +601,10 @@ def run_pipeline(
                 score_parts,
             )  # fmt: skip
             n_clusters = clustering.n_clusters
+        # one cluster left uncut is read as without the cut (its PULSCAR scoring unused)
+        compare = compare and n_clusters > 1
+        if compare:
+            pulscar_first = pulscar_results[0]
         if method == "auto":
             first = per_iteration[0]
             method, evidence = choose_method(
