@@ -14,6 +14,7 @@ import numpy as np
 
 from pulsnar_dask.core.config import AUTO_COVARIANCE_TYPES, PUConfig
 from pulsnar_dask.core.folds import training_subsample
+from pulsnar_dask.core.metrics import roc_auc
 from pulsnar_dask.core.mixture import (
     MIN_CLUSTER_SIZE,
     MixtureFit,
@@ -72,6 +73,15 @@ def importance_gain(
     return gain_importance(X[rows], labels[rows], params, config.n_rounds, feature_types)
 
 
+def seeded_rows(Z: np.ndarray, max_rows: int | None, seed: int) -> np.ndarray:
+    """At most ``max_rows`` rows of ``Z``, a sample drawn with ``seed`` (in row order);
+    all of them where there are no more or ``max_rows`` is ``None``."""
+    if max_rows is None or len(Z) <= max_rows:
+        return Z
+    rng = np.random.default_rng(seed)
+    return Z[np.sort(rng.choice(len(Z), max_rows, replace=False))]
+
+
 def fit_mixture_size(
     Z: np.ndarray,
     n_components: int,
@@ -89,11 +99,8 @@ def fit_mixture_size(
     covariance_type = covariance_type or config.covariance_type
     if covariance_type == "auto":
         raise ValueError("a mixture has one covariance type; fit_bic_curve chooses among them")
-    if config.max_cluster_rows is not None and len(Z) > config.max_cluster_rows:
-        rng = np.random.default_rng(seed)
-        Z = Z[np.sort(rng.choice(len(Z), config.max_cluster_rows, replace=False))]
     return fit_mixture(
-        Z,
+        seeded_rows(Z, config.max_cluster_rows, seed),
         n_components,
         covariance_type=covariance_type,
         random_state=mixture_random_state(n_components, seed),
@@ -386,10 +393,7 @@ def cluster_halves(
         Zc = Z[labels == c]
         half = None
         if len(Zc) >= 2 * min_size:
-            fitted = Zc
-            if max_rows is not None and len(Zc) > max_rows:
-                rng = np.random.default_rng(seed)
-                fitted = Zc[np.sort(rng.choice(len(Zc), max_rows, replace=False))]
+            fitted = seeded_rows(Zc, max_rows, seed)
             state = mixture_random_state(2, seed)
             try:
                 one = fit_mixture(fitted, 1, covariance_type, random_state=state)
@@ -426,13 +430,7 @@ def halves_differ(probabilities: np.ndarray, half: np.ndarray, margin: float) ->
     -------
     bool
     """
-    from scipy.stats import rankdata
-
-    half = np.asarray(half, dtype=bool)
-    ranks = rankdata(probabilities)
-    n1, n0 = int(half.sum()), int((~half).sum())
-    auc = (ranks[half].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)
-    return abs(auc - 0.5) > margin
+    return abs(roc_auc(np.asarray(half, dtype=bool), probabilities) - 0.5) > margin
 
 
 # Subtype-mix distance below which ``method="auto"`` keeps PULSCAR (see choose_method).
