@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,16 +203,16 @@ def choose_mixture(
 def make_clustering(
     chosen: MixtureFit,
     bic: np.ndarray,
-    covariance_type: str,
     labels: np.ndarray,
     gain: np.ndarray,
     model_features: np.ndarray,
     cluster_features: np.ndarray,
     profiles: list[list[dict[str, Any]]],
-    halves: list[np.ndarray | None] = (),
+    halves: Sequence[np.ndarray | None] = (),
 ) -> Clustering:
     """Record the clustering of the positives (``labels`` from :func:`cluster_labels`,
-    ``profiles`` from :func:`subtype_profiles`, ``halves`` from :func:`cluster_halves`)."""
+    ``profiles`` from :func:`subtype_profiles`, ``halves`` from :func:`cluster_halves`);
+    its covariance type is the chosen mixture's own."""
     n_clusters = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_clusters)
     logger.info("PULSNAR: %d clusters of positives, sizes %s", n_clusters, sizes.tolist())
@@ -224,7 +224,7 @@ def make_clustering(
     return Clustering(
         n_clusters,
         chosen.n_components,
-        covariance_type,
+        chosen.covariance_type,
         labels,
         bic,
         cluster_features,

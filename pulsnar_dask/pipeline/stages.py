@@ -311,7 +311,6 @@ def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Cluste
     return make_clustering(
         chosen,
         bic,
-        chosen.covariance_type,
         positive_labels,
         gain,
         model_idx,
