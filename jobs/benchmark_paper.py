@@ -165,6 +165,7 @@ def run_one(
         "seed": seed,
         "alpha": result.alpha,
         "n_clusters": result.n_clusters,
+        "clusters_cut": len(summary.get("clusters_cut", [])),
         "n_rows": int(result.labels.size),
         "seconds": result.seconds,
     }
@@ -516,6 +517,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 seeds, fewer settings")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per setting (10)")
     parser.add_argument("--only", nargs="+", default=None, help="benchmark names to run")
+    parser.add_argument(
+        "--algorithms", nargs="+", default=None, help="algorithms to run (PULSNAR, PULSCAR, AUTO)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "paper")
     parser.add_argument("--scheduler", default=None, help="address of an existing scheduler")
     parser.add_argument("--cluster-config", default=None, help="YAML cluster config")
@@ -558,10 +562,15 @@ def main() -> None:
         (b, a, s, seed)
         for b in chosen
         for a in b.algorithms
+        if not args.algorithms or a in args.algorithms
         for s in b.settings
         if (b.name, s) in feasible
         for seed in range(min(args.seeds, REAL_SEEDS) if b.name in OTHER_REAL else args.seeds)
     ]
+    if not tasks:
+        sys.exit(
+            f"no runs: {args.algorithms} is not among {args.only or 'the benchmarks'}' algorithms"
+        )
     # Longest first, so the big runs do not trail at the end.
     tasks.sort(key=lambda t: -(t[2] if t[0].name == "SNAR_large" else 8000 * len(t[0].algorithms)))
     start = time.perf_counter()
