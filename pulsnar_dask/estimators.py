@@ -88,6 +88,10 @@ class PULSCAR(BaseEstimator):
     subproblems_ : list of SubproblemResult
         The first iteration's subproblems (row ids, labels, out-of-fold probabilities,
         estimate), from which alpha can be re-read with other settings.
+    negative_auc_ : float
+        AUC between labeled positives and the unlabeled negatives implied at the first
+        iteration's alpha (:func:`pulsnar_dask.core.metrics.implied_negative_auc`);
+        below 0.8 the classes overlap and alpha may be far too high (the run warns).
     calibrated_proba_ : ndarray of shape (n,)
         With ``calibration``.
     improved_proba_ : ndarray of shape (n,)
@@ -200,6 +204,7 @@ class PULSCAR(BaseEstimator):
         self.cluster_estimates_ = result.estimates
         self.alpha_estimate_ = result.estimates[0]
         self.subproblems_ = result.subproblems
+        self.negative_auc_ = result.negative_auc
         self.oof_proba_ = result.probability
         if result.clustering is not None:
             self.clustering_ = result.clustering
@@ -343,6 +348,9 @@ class PULSNAR(PULSCAR):
         First iteration's densities per cluster.
     subproblems_ : list of SubproblemResult
         First iteration's cluster subproblems.
+    negative_auc_ : float or None
+        As PULSCAR's, from the subproblem over all positives (PULSCAR's beside the
+        clusters under ``method="auto"``); None where none was scored.
     oof_proba_ : ndarray of shape (n,)
         ``1 - prod_c (1 - p_c)`` of the clusters' out-of-fold probabilities.
     calibrated_proba_, improved_proba_ : ndarray of shape (n,)

@@ -209,14 +209,15 @@ def read_schema(fs: Any, files: list[str], url: str) -> tuple[Any, dict[str, Any
         typed = [(file, t) for file, t in zip(files, types, strict=True) if not _is_null(t)]
         if typed and len(typed) < len(types):
             file, kind = typed[0]
-            if _fill_dtype(kind) is None:
+            fill = _fill_dtype(kind)
+            if fill is None:
                 empty = next(name for name, t in zip(files, types, strict=True) if _is_null(t))
                 raise PUError(
                     f"the files of {url} differ in column '{f.name}': no value in "
                     f"{Path(empty).name}, {kind} in {Path(file).name} (only float and text "
                     "columns may have no value in some files)"
                 )
-            filled[f.name] = _fill_dtype(kind)
+            filled[f.name] = fill
             merged = merged.set(i, f.with_type(kind))
     return merged, filled
 

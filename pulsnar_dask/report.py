@@ -19,7 +19,7 @@ import numpy as np
 
 from pulsnar_dask.core.calibration import expected_calibration_error, reliability_curve
 from pulsnar_dask.core.interval import Z_95
-from pulsnar_dask.pipeline.result import WEAK_PU_AUC, JobResult, headline
+from pulsnar_dask.pipeline.result import OVERLAP_AUC, WEAK_PU_AUC, JobResult, headline
 
 MAX_PANELS = 6
 
@@ -275,6 +275,13 @@ def plain_reading(summary: dict[str, Any]) -> str:
         + (", lowest over the subtypes)" if len(summary["pu_auc"]) > 1 else ")")
     )
     text += "." if summary["alpha_identified"] else ", too little to identify alpha."
+    if summary.get("alpha_may_be_high"):
+        text += (
+            " At this alpha the labeled positives and the unlabeled negatives overlap (AUC "
+            f"between them about {summary['negative_auc']:.2f}, below {OVERLAP_AUC}): every "
+            "reading of alpha also counts the negatives that resemble positives, so alpha "
+            "is an upper bound, and where many do it can be several times the truth."
+        )
     if "perfect_separation" in summary:
         text += (
             " It separated them perfectly, which real data rarely allow: if a feature "
@@ -321,6 +328,13 @@ def _diagnostics(summary: dict[str, Any]) -> str:
         ("labeled vs unlabeled AUC", f"{auc} (alpha identified: "
          f"{'yes' if summary['alpha_identified'] else 'no'}, needs at least {WEAK_PU_AUC})"),
     ]  # fmt: skip
+    if "negative_auc" in summary:
+        rows.append(
+            (
+                "positives vs unlabeled negatives AUC (implied)",
+                f"{summary['negative_auc']:.3f} (alpha may be far too high below {OVERLAP_AUC})",
+            )
+        )
     evidence = summary.get("method_evidence")
     if evidence:
         rows.append(

@@ -100,6 +100,8 @@ def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
     assert len(summary["pu_auc"]) == len(summary["cluster_alphas"])
     assert min(summary["pu_auc"]) > 0.6 and "hardly tells" not in err
     assert summary["alpha_identified"] is True
+    # PULSNAR asked for: no subproblem holds every positive, so no overlap check
+    assert summary["alpha_may_be_high"] is False and "negative_auc" not in summary
     for key in (
         "method",
         "alpha",
@@ -253,6 +255,12 @@ def test_headline_reads_the_summary():
     )
     summary["method_evidence"]["subtypes_may_be_unseen"] = False
     assert "MAY BE LOW" not in headline(summary)
+    summary.update(alpha_may_be_high=True, negative_auc=0.7449)
+    assert headline(summary).endswith(
+        "; MAY BE HIGH: positives and negatives overlap (implied AUC 0.74), so alpha is an "
+        "upper bound"
+    )
+    summary["alpha_may_be_high"] = False
     summary["perfect_separation"] = {"leading_feature": "visits"}
     assert headline(summary).endswith(
         "; CHECK THE FEATURES: labeled and unlabeled rows are perfectly separated "
@@ -871,6 +879,10 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     )
     report = (out / "report.html").read_text()
     assert f"auto chose <strong>{summary['method'].upper()}</strong>" in report
+    # the overlap check reads PULSCAR's subproblem, scored beside the clusters
+    assert summary["negative_auc"] > 0.8 and summary["alpha_may_be_high"] is False
+    assert f"{summary['negative_auc']:.3f} (alpha may be far too high below 0.8)" in report
+    assert "overlap (AUC between them" not in report
     # the report reads the run: the interval in the headline and the plain paragraph,
     # the subtypes table of a PULSNAR run, every plot captioned
     low, high = summary["alpha_interval"]

@@ -22,6 +22,24 @@ def test_pulscar_on_easy_scar_data_and_sklearn_conventions():
     assert est.alpha_ == pytest.approx(d.true_alpha, abs=0.05)
     assert est.n_clusters_ == 1 and est.oof_proba_.shape == (4800,)
     assert np.isfinite(est.oof_proba_).all()
+    assert est.negative_auc_ > 0.9  # separated classes: no overlap warning
+
+
+def test_overlapping_classes_warn_that_alpha_may_be_far_too_high(caplog):
+    # positives N(0, 1), negatives shifted 0.7 in two of four features (AUC about 0.69
+    # between them): the labeled-vs-unlabeled AUC (about 0.65) still identifies alpha,
+    # but every reading counts the negatives that resemble positives
+    from pulsnar_dask.datasets.realdata import scar_pu_data
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2500, 4)).astype(np.float32)
+    X[1500:, :2] += 0.7
+    d = scar_pu_data(X, np.arange(2500) < 1500, 0.2, 0)
+    est = PULSCAR(random_state=0, n_jobs=2).fit(d.X, d.label)
+    assert est.subproblems_[0].pu_auc > 0.6
+    assert est.negative_auc_ < 0.8
+    assert est.alpha_ > d.true_alpha + 0.05
+    assert "labeled positives and unlabeled negatives overlap" in caplog.text
 
 
 def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):
@@ -30,6 +48,7 @@ def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):
     assert est.n_clusters_ == 3 == len(est.cluster_alphas_)
     assert est.alpha_ == pytest.approx(est.cluster_alphas_.sum())
     assert est.alpha_ == pytest.approx(snar.true_alpha, abs=0.06)
+    assert est.negative_auc_ > 0.9  # from PULSCAR's subproblem, scored beside (auto)
     # clusters are pure subtypes
     pos_types = snar.true_label[snar.label == 1]
     for c in range(est.n_clusters_):

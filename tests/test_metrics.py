@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from pulsnar_dask.core.metrics import classification_metrics
+from pulsnar_dask.core.metrics import classification_metrics, implied_negative_auc, roc_auc
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -35,3 +35,23 @@ def test_metrics_on_a_fixed_small_input():
     assert m["mcc"] == 0.0
     assert m["brier"] == pytest.approx((0.01 + 0.36 + 0.36 + 0.01) / 4)
     assert m["average_precision"] == pytest.approx((1 + 2 / 3) / 2)
+
+
+def test_implied_negative_auc_recovers_the_negatives_auc_of_a_scar_mixture():
+    rng = np.random.default_rng(0)
+    positives = rng.normal(size=4000)
+    negatives = rng.normal(0.8, 1.0, size=6000)  # below the positives: AUC about 0.71
+    hidden = positives.copy()  # scored exactly like the labeled positives: AUC 0.5
+    alpha = hidden.size / (hidden.size + negatives.size)
+
+    def auc(others):  # of labeled positives against others, by a score falling with x
+        scores = -np.r_[positives, others]
+        return roc_auc(np.r_[np.ones(positives.size), np.zeros(others.size)], scores)
+
+    implied = implied_negative_auc(auc(np.r_[hidden, negatives]), alpha)
+    assert implied == pytest.approx(auc(negatives), abs=1e-12)
+    assert 0.68 < implied < 0.74
+    # read at a higher alpha (an upper bound) it is higher: it bounds the truth from above
+    assert implied_negative_auc(auc(np.r_[hidden, negatives]), alpha + 0.1) > implied
+    assert implied_negative_auc(0.75, 0.5) == 1.0  # clipped
+    assert np.isnan(implied_negative_auc(0.9, 1.0))

@@ -31,6 +31,27 @@ def roc_auc(y_true: np.ndarray, scores: np.ndarray) -> float:
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
+def implied_negative_auc(pu_auc: float, alpha: float) -> float:
+    """AUC between labeled positives and the unlabeled negatives that a labeled-vs-unlabeled
+    AUC implies, when a fraction ``alpha`` of the unlabeled rows are positives scored like
+    the labeled ones (SCAR).
+
+    The unlabeled rows' AUC is ``alpha * 0.5 + (1 - alpha) * auc_negatives`` (a hidden
+    positive ranks above or below a labeled one at even odds), so ``auc_negatives =
+    (pu_auc - alpha / 2) / (1 - alpha)``. It grows with ``alpha``: read at an alpha that is
+    an upper bound (every reading is, where negatives resemble positives somewhere), it is
+    an upper bound too.
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN where ``alpha >= 1`` or ``pu_auc`` is NaN.
+    """
+    if not alpha < 1 or np.isnan(pu_auc):
+        return float("nan")
+    return float(np.clip((pu_auc - alpha / 2) / (1 - alpha), 0.0, 1.0))
+
+
 def average_precision(y_true: np.ndarray, scores: np.ndarray) -> float:
     """Return average precision: sum over thresholds of precision times recall gained."""
     y = np.asarray(y_true).astype(bool)

@@ -215,7 +215,12 @@ def make_clustering(
     its covariance type is the chosen mixture's own."""
     n_clusters = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_clusters)
-    logger.info("PULSNAR: %d clusters of positives, sizes %s", n_clusters, sizes.tolist())
+    logger.info(
+        "PULSNAR: %d cluster%s of positives, sizes %s",
+        n_clusters,
+        "" if n_clusters == 1 else "s",
+        sizes.tolist(),
+    )
     if n_clusters < chosen.n_components:
         logger.info(
             "merged %d small mixture component(s) into their most probable neighbours",

@@ -16,6 +16,11 @@ from pulsnar_dask.core.subtypes import Clustering
 
 # Below this labeled-vs-unlabeled AUC the run warns that alpha is poorly identified.
 WEAK_PU_AUC = 0.6
+# Below this AUC between labeled positives and the unlabeled negatives (implied by the
+# subproblem over all positives at its alpha, :func:`implied_negative_auc`) the run warns
+# that the classes overlap and alpha may be far too high: 0.8, the conventional lower
+# bound of excellent discrimination, not fitted to any benchmark.
+OVERLAP_AUC = 0.8
 # At or above it in every subproblem, the run warns that a feature may record the label.
 PERFECT_PU_AUC = 0.9999
 INTERVAL_METHOD = (
@@ -67,6 +72,12 @@ class JobResult:
         The feature the first subproblem's first fold model gains most from, where
         every subproblem's out-of-fold AUC reaches ``PERFECT_PU_AUC`` (labeled and
         unlabeled rows perfectly separated: it may record the label); else ``None``.
+    negative_auc : float or None
+        The AUC between labeled positives and the unlabeled negatives that the subproblem
+        over all positives implies at its alpha
+        (:func:`~pulsnar_dask.core.metrics.implied_negative_auc`), first iteration;
+        ``None`` where no subproblem holds every positive (PULSNAR asked for, several
+        clusters).
     method_evidence : dict or None
         With ``method="auto"``: why ``method`` was chosen (:func:`choose_method`).
     clustering : Clustering or None
@@ -114,6 +125,7 @@ class JobResult:
     engine: str
     copied_rows: int = 0
     leading_feature: str | None = None
+    negative_auc: float | None = None
     method_evidence: dict[str, Any] | None = None
     clustering: Clustering | None = None
     profiles: list[list[dict[str, Any]]] | None = None
@@ -130,6 +142,13 @@ class JobResult:
         rows (out-of-fold AUC at least ``WEAK_PU_AUC``); below it the probabilities of
         positives and unlabeled rows hardly differ and alpha is not identified."""
         return all(r.pu_auc >= WEAK_PU_AUC for r in self.subproblems)
+
+    @property
+    def alpha_may_be_high(self) -> bool:
+        """Whether labeled positives and unlabeled negatives overlap (``negative_auc``
+        below ``OVERLAP_AUC``): every reading of alpha also counts the negatives that
+        resemble positives, so it is an upper bound and may be far above the truth."""
+        return self.negative_auc is not None and self.negative_auc < OVERLAP_AUC
 
     def subtypes(self) -> list[dict[str, Any]]:
         """Per cluster of positives (PULSNAR): labeled positives, alpha, the hidden
@@ -165,6 +184,7 @@ class JobResult:
             "copied_rows": self.copied_rows,
             "pu_auc": [round(r.pu_auc, 4) for r in self.subproblems],
             "alpha_identified": self.alpha_identified,
+            "alpha_may_be_high": self.alpha_may_be_high,
             "settings": self.settings,
         }
         if self.clustering is not None:
@@ -174,6 +194,8 @@ class JobResult:
         if self.method_evidence is not None:
             out["method_requested"] = "auto"
             out["method_evidence"] = self.method_evidence
+        if self.negative_auc is not None:
+            out["negative_auc"] = round(self.negative_auc, 4)
         if self.leading_feature is not None:
             out["perfect_separation"] = {"leading_feature": self.leading_feature}
         if self.alpha_interval is not None:
@@ -209,8 +231,9 @@ def headline(summary: dict[str, Any]) -> str:
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
         (PULSNAR, 5 clusters)``, with the 95% interval (``alpha_interval``, else the
         iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
-        identified, when a feature may record the label (perfect separation), or when
-        alpha may be read low (one cluster found on part of the features).
+        identified, when a feature may record the label (perfect separation), when
+        alpha may be far too high (positives and negatives overlap), or when alpha may
+        be read low (one cluster found on part of the features).
     """
     n_unlabeled = summary["n_unlabeled"]
     text = (
@@ -239,6 +262,11 @@ def headline(summary: dict[str, Any]) -> str:
         text += (
             "; CHECK THE FEATURES: labeled and unlabeled rows are perfectly separated "
             f"(leading feature {summary['perfect_separation']['leading_feature']!r})"
+        )
+    elif summary.get("alpha_may_be_high"):  # .get: summaries written before it
+        text += (
+            "; MAY BE HIGH: positives and negatives overlap (implied AUC "
+            f"{summary['negative_auc']:.2f}), so alpha is an upper bound"
         )
     elif (summary.get("method_evidence") or {}).get("subtypes_may_be_unseen"):
         text += "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"

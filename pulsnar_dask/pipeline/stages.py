@@ -24,7 +24,7 @@ from pulsnar_dask.core.calibration import fit_calibration_map
 from pulsnar_dask.core.config import PUConfig, check_seed, config_dict
 from pulsnar_dask.core.folds import CopyGroups
 from pulsnar_dask.core.interval import alpha_interval
-from pulsnar_dask.core.metrics import classification_metrics
+from pulsnar_dask.core.metrics import classification_metrics, implied_negative_auc
 from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
 from pulsnar_dask.core.model import Component, PUModel, package_version, subproblem_components
 from pulsnar_dask.core.schema import FeatureSchema
@@ -52,7 +52,7 @@ from pulsnar_dask.core.subtypes import (
     subtype_profiles,
 )
 from pulsnar_dask.errors import PUError
-from pulsnar_dask.pipeline.result import PERFECT_PU_AUC, WEAK_PU_AUC, JobResult
+from pulsnar_dask.pipeline.result import OVERLAP_AUC, PERFECT_PU_AUC, WEAK_PU_AUC, JobResult
 
 logger = logging.getLogger(__name__)
 
@@ -641,6 +641,18 @@ def run_pipeline(
             min(r.pu_auc for r in per_iteration[0]),
             leading_feature,
         )
+    whole = per_iteration[0][0] if len(per_iteration[0]) == 1 else pulscar_first
+    negative_auc = None if whole is None else implied_negative_auc(whole.pu_auc, whole.alpha)
+    if negative_auc is not None and np.isnan(negative_auc):
+        negative_auc = None
+    if negative_auc is not None and negative_auc < OVERLAP_AUC:
+        logger.warning(
+            "labeled positives and unlabeled negatives overlap (implied AUC %.3f, below "
+            "%g): every reading of alpha also counts the negatives that resemble "
+            "positives, so alpha is an upper bound and may be far too high",
+            negative_auc,
+            OVERLAP_AUC,
+        )
     readings = [subproblems_alpha(it, config.claim_overlap) for it in per_iteration]
     alphas = [a for a, _ in readings]
     cluster_groups = None
@@ -765,6 +777,7 @@ def run_pipeline(
         engine=executor.engine,
         copied_rows=executor.copies.n_copies,
         leading_feature=leading_feature,
+        negative_auc=negative_auc,
         seconds=time.perf_counter() - start,
         timings=timings,
         model=model,
