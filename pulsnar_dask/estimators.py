@@ -90,8 +90,9 @@ class PULSCAR(BaseEstimator):
         estimate), from which alpha can be re-read with other settings.
     negative_auc_ : float
         AUC between labeled positives and the unlabeled negatives implied at the first
-        iteration's alpha (:func:`pulsnar_dask.core.metrics.implied_negative_auc`);
-        below 0.8 the classes overlap and alpha may be far too high (the run warns).
+        iteration's alpha (:func:`pulsnar_dask.core.metrics.implied_negative_auc`), to 3
+        decimals; below 0.8 the classes overlap and alpha may be far too high (the run
+        warns).
     calibrated_proba_ : ndarray of shape (n,)
         With ``calibration``.
     improved_proba_ : ndarray of shape (n,)
@@ -349,8 +350,9 @@ class PULSNAR(PULSCAR):
     subproblems_ : list of SubproblemResult
         First iteration's cluster subproblems.
     negative_auc_ : float or None
-        As PULSCAR's, from the subproblem over all positives (PULSCAR's beside the
-        clusters under ``method="auto"``); None where none was scored.
+        As PULSCAR's, from the subproblem over all positives (PULSCAR's, scored beside
+        the clusters under ``method="auto"``, or the one cluster's); None where none was
+        scored (``method="pulsnar"`` with several clusters).
     oof_proba_ : ndarray of shape (n,)
         ``1 - prod_c (1 - p_c)`` of the clusters' out-of-fold probabilities.
     calibrated_proba_, improved_proba_ : ndarray of shape (n,)

@@ -277,10 +277,11 @@ def plain_reading(summary: dict[str, Any]) -> str:
     text += "." if summary["alpha_identified"] else ", too little to identify alpha."
     if summary.get("alpha_may_be_high"):
         text += (
-            " At this alpha the labeled positives and the unlabeled negatives overlap (AUC "
-            f"between them about {summary['negative_auc']:.2f}, below {OVERLAP_AUC}): every "
-            "reading of alpha also counts the negatives that resemble positives, so alpha "
-            "is an upper bound, and where many do it can be several times the truth."
+            " If positives were labeled at random, the labeled positives and the unlabeled "
+            f"negatives overlap (AUC between them at most about {summary['negative_auc']:.3f}, "
+            f"below {OVERLAP_AUC}): every reading of alpha also counts the negatives that "
+            "resemble positives, so alpha is an upper bound, and where many do it can be "
+            "several times the truth."
         )
     if "perfect_separation" in summary:
         text += (
@@ -332,7 +333,8 @@ def _diagnostics(summary: dict[str, Any]) -> str:
         rows.append(
             (
                 "positives vs unlabeled negatives AUC (implied)",
-                f"{summary['negative_auc']:.3f} (alpha may be far too high below {OVERLAP_AUC})",
+                f"{summary['negative_auc']:.3f} (alpha may be far too high below {OVERLAP_AUC}; "
+                "read from the subproblem over every positive, at its alpha)",
             )
         )
     evidence = summary.get("method_evidence")

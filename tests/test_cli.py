@@ -101,7 +101,7 @@ def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
     assert min(summary["pu_auc"]) > 0.6 and "hardly tells" not in err
     assert summary["alpha_identified"] is True
     # PULSNAR asked for: no subproblem holds every positive, so no overlap check
-    assert summary["alpha_may_be_high"] is False and "negative_auc" not in summary
+    assert summary["alpha_may_be_high"] is None and "negative_auc" not in summary
     for key in (
         "method",
         "alpha",
@@ -255,12 +255,15 @@ def test_headline_reads_the_summary():
     )
     summary["method_evidence"]["subtypes_may_be_unseen"] = False
     assert "MAY BE LOW" not in headline(summary)
-    summary.update(alpha_may_be_high=True, negative_auc=0.7449)
+    summary.update(alpha_may_be_high=True, negative_auc=0.745)
     assert headline(summary).endswith(
-        "; MAY BE HIGH: positives and negatives overlap (implied AUC 0.74), so alpha is an "
-        "upper bound"
+        "; MAY BE HIGH: positives and negatives overlap (implied AUC 0.745), so every "
+        "reading also counts negatives"
     )
-    summary["alpha_may_be_high"] = False
+    summary["method_evidence"]["subtypes_may_be_unseen"] = True  # the overlap is named first
+    assert "MAY BE HIGH" in headline(summary) and "MAY BE LOW" not in headline(summary)
+    summary["method_evidence"]["subtypes_may_be_unseen"] = False
+    summary["alpha_may_be_high"] = None  # not checked
     summary["perfect_separation"] = {"leading_feature": "visits"}
     assert headline(summary).endswith(
         "; CHECK THE FEATURES: labeled and unlabeled rows are perfectly separated "
@@ -881,7 +884,7 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     assert f"auto chose <strong>{summary['method'].upper()}</strong>" in report
     # the overlap check reads PULSCAR's subproblem, scored beside the clusters
     assert summary["negative_auc"] > 0.8 and summary["alpha_may_be_high"] is False
-    assert f"{summary['negative_auc']:.3f} (alpha may be far too high below 0.8)" in report
+    assert f"{summary['negative_auc']:.3f} (alpha may be far too high below 0.8;" in report
     assert "overlap (AUC between them" not in report
     # the report reads the run: the interval in the headline and the plain paragraph,
     # the subtypes table of a PULSNAR run, every plot captioned

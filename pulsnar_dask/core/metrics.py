@@ -38,9 +38,9 @@ def implied_negative_auc(pu_auc: float, alpha: float) -> float:
 
     The unlabeled rows' AUC is ``alpha * 0.5 + (1 - alpha) * auc_negatives`` (a hidden
     positive ranks above or below a labeled one at even odds), so ``auc_negatives =
-    (pu_auc - alpha / 2) / (1 - alpha)``. It grows with ``alpha``: read at an alpha that is
-    an upper bound (every reading is, where negatives resemble positives somewhere), it is
-    an upper bound too.
+    (pu_auc - alpha / 2) / (1 - alpha)``. Where ``pu_auc > 0.5`` it grows with ``alpha``:
+    read at an alpha that is an upper bound (every reading is, under SCAR, where negatives
+    resemble positives somewhere), it is an upper bound too.
 
     Returns
     -------

@@ -75,9 +75,9 @@ class JobResult:
     negative_auc : float or None
         The AUC between labeled positives and the unlabeled negatives that the subproblem
         over all positives implies at its alpha
-        (:func:`~pulsnar_dask.core.metrics.implied_negative_auc`), first iteration;
-        ``None`` where no subproblem holds every positive (PULSNAR asked for, several
-        clusters).
+        (:func:`~pulsnar_dask.core.metrics.implied_negative_auc`), first iteration, to
+        3 decimals: PULSCAR's subproblem, or the one cluster's; ``None`` where no
+        subproblem holds every positive (PULSNAR asked for, several clusters).
     method_evidence : dict or None
         With ``method="auto"``: why ``method`` was chosen (:func:`choose_method`).
     clustering : Clustering or None
@@ -184,7 +184,8 @@ class JobResult:
             "copied_rows": self.copied_rows,
             "pu_auc": [round(r.pu_auc, 4) for r in self.subproblems],
             "alpha_identified": self.alpha_identified,
-            "alpha_may_be_high": self.alpha_may_be_high,
+            # null where no subproblem held every positive: not checked
+            "alpha_may_be_high": None if self.negative_auc is None else self.alpha_may_be_high,
             "settings": self.settings,
         }
         if self.clustering is not None:
@@ -195,7 +196,7 @@ class JobResult:
             out["method_requested"] = "auto"
             out["method_evidence"] = self.method_evidence
         if self.negative_auc is not None:
-            out["negative_auc"] = round(self.negative_auc, 4)
+            out["negative_auc"] = self.negative_auc
         if self.leading_feature is not None:
             out["perfect_separation"] = {"leading_feature": self.leading_feature}
         if self.alpha_interval is not None:
@@ -266,7 +267,7 @@ def headline(summary: dict[str, Any]) -> str:
     elif summary.get("alpha_may_be_high"):  # .get: summaries written before it
         text += (
             "; MAY BE HIGH: positives and negatives overlap (implied AUC "
-            f"{summary['negative_auc']:.2f}), so alpha is an upper bound"
+            f"{summary['negative_auc']:.3f}), so every reading also counts negatives"
         )
     elif (summary.get("method_evidence") or {}).get("subtypes_may_be_unseen"):
         text += "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"

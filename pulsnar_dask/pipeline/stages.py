@@ -643,8 +643,8 @@ def run_pipeline(
         )
     whole = per_iteration[0][0] if len(per_iteration[0]) == 1 else pulscar_first
     negative_auc = None if whole is None else implied_negative_auc(whole.pu_auc, whole.alpha)
-    if negative_auc is not None and np.isnan(negative_auc):
-        negative_auc = None
+    if negative_auc is not None:  # to 3 decimals: what is printed is what is compared
+        negative_auc = None if np.isnan(negative_auc) else round(negative_auc, 3)
     if negative_auc is not None and negative_auc < OVERLAP_AUC:
         logger.warning(
             "labeled positives and unlabeled negatives overlap (implied AUC %.3f, below "
