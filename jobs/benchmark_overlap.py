@@ -118,8 +118,8 @@ def main() -> None:
     ]
     for name, r in table.iterrows():
         lines.append(
-            f"| {name} | {r.runs} | {r.negative_auc_min:.3f}-{r.negative_auc_max:.3f} | "
-            f"{r.pu_auc_min:.3f}-{r.pu_auc_max:.3f} | {r.warned} | {r.pulscar_mae:.3f} |"
+            f"| {name} | {r.runs:.0f} | {r.negative_auc_min:.3f}-{r.negative_auc_max:.3f} | "
+            f"{r.pu_auc_min:.3f}-{r.pu_auc_max:.3f} | {r.warned:.0f} | {r.pulscar_mae:.3f} |"
         )
     (RESULTS / "overlap.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
