@@ -268,12 +268,11 @@ class PUConfig:
         flag="--claim-overlap",
     )
     cluster_split: float | None = option(
-        None,
+        0.2,
         "Split a PULSNAR cluster in two where a two-component mixture fits its positives "
         "better (lower BIC) and its subproblem's probabilities tell the two halves' labeled "
         "positives apart, their AUC farther than this from 0.5: the halves hide positives "
-        "at different rates, which one cluster reads low; none: never (being measured; "
-        "decision record, 'Where it still falls short').",
+        "at different rates, which one cluster reads low; none: never.",
         type="float or None",
         flag="--cluster-split",
         parse=_optional(float),
