@@ -569,9 +569,7 @@ def main() -> None:
         for seed in range(min(args.seeds, REAL_SEEDS) if b.name in OTHER_REAL else args.seeds)
     ]
     if not tasks:
-        sys.exit(
-            f"no runs: {args.algorithms} is not among {args.only or 'the benchmarks'}' algorithms"
-        )
+        sys.exit(f"no runs: no chosen benchmark has algorithm {' or '.join(args.algorithms)}")
     # Longest first, so the big runs do not trail at the end.
     tasks.sort(key=lambda t: -(t[2] if t[0].name == "SNAR_large" else 8000 * len(t[0].algorithms)))
     start = time.perf_counter()
