@@ -569,7 +569,8 @@ def main() -> None:
         for seed in range(min(args.seeds, REAL_SEEDS) if b.name in OTHER_REAL else args.seeds)
     ]
     if not tasks:
-        sys.exit(f"no runs: no chosen benchmark has algorithm {' or '.join(args.algorithms)}")
+        asked = " or ".join(args.algorithms or ["any"])
+        sys.exit(f"no runs: no feasible setting of the chosen benchmarks with algorithm {asked}")
     # Longest first, so the big runs do not trail at the end.
     tasks.sort(key=lambda t: -(t[2] if t[0].name == "SNAR_large" else 8000 * len(t[0].algorithms)))
     start = time.perf_counter()
