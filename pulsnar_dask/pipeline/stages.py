@@ -569,11 +569,18 @@ def run_pipeline(
         n_clusters = clustering.n_clusters
         model_cols = [features[i] for i in clustering.model_features]
         stage(f"scoring: {n_clusters} cluster subproblem(s) x {iterations} iteration(s)")
-        pending = [
-            request(model_cols, positive_ids[positive_labels == c], it, f"cluster{c + 1}")
-            for it in range(iterations)
-            for c in range(n_clusters)
-        ]
+
+        def group_requests(groups: list[np.ndarray], name: str) -> list[ScoreRequest]:
+            """Each group of positives' subproblem, iteration after iteration."""
+            return [
+                request(model_cols, ids, it, f"{name}{j + 1}")
+                for it in range(iterations)
+                for j, ids in enumerate(groups)
+            ]
+
+        pending = group_requests(
+            [positive_ids[positive_labels == c] for c in range(n_clusters)], "cluster"
+        )
         # auto weighs PULSCAR against the clusters: its subproblems run alongside them
         # (and alongside one cluster that a cut may make two)
         may_cut = any(h is not None for h in clustering.halves)
@@ -585,19 +592,9 @@ def run_pipeline(
         pulscar_results = results[iterations * n_clusters :]
         mixture_components = clustering.mixture_components
         if may_cut:
-
-            def score_parts(parts: list[np.ndarray]) -> list[SubproblemResult]:
-                return subproblems(
-                    [
-                        request(model_cols, ids, it, f"part{j + 1}")
-                        for it in range(iterations)
-                        for j, ids in enumerate(parts)
-                    ]
-                )
-
             per_iteration, clustering = split_clusters(
                 executor, clustering, per_iteration, positive_ids, config.cluster_split,
-                score_parts,
+                lambda parts: subproblems(group_requests(parts, "part")),
             )  # fmt: skip
             n_clusters = clustering.n_clusters
         # one cluster left uncut is read as without the cut (its PULSCAR scoring unused)
