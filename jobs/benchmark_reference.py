@@ -75,7 +75,8 @@ def run_one(task: tuple) -> dict:
     """One reference run in its own process and folder (it writes result files)."""
     reference, name, fraction, seed = task
     warnings.filterwarnings("ignore")
-    sys.path.insert(0, str(reference))
+    if str(reference) not in sys.path:
+        sys.path.insert(0, str(reference))
     from PULSNAR import PULSNAR  # the reference, from --reference
 
     class Counting(PULSNAR.PULSNARClassifier):
