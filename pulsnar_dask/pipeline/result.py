@@ -30,6 +30,12 @@ INTERVAL_METHOD = (
 )
 
 
+def overlaps(negative_auc: float | None) -> bool:
+    """Whether an implied AUC between labeled positives and unlabeled negatives is below
+    ``OVERLAP_AUC`` (``None``, not checked, is not)."""
+    return negative_auc is not None and negative_auc < OVERLAP_AUC
+
+
 @dataclass
 class JobResult:
     """Everything a run produces (vectors are aligned with ``row_ids``, ascending).
@@ -149,7 +155,7 @@ class JobResult:
         """Whether labeled positives and unlabeled negatives overlap (``negative_auc``
         below ``OVERLAP_AUC``): every reading of alpha also counts the negatives that
         resemble positives, so it is an upper bound and may be far above the truth."""
-        return self.negative_auc is not None and self.negative_auc < OVERLAP_AUC
+        return overlaps(self.negative_auc)
 
     def subtypes(self) -> list[dict[str, Any]]:
         """Per cluster of positives (PULSNAR): labeled positives, alpha, the hidden

@@ -52,7 +52,13 @@ from pulsnar_dask.core.subtypes import (
     subtype_profiles,
 )
 from pulsnar_dask.errors import PUError
-from pulsnar_dask.pipeline.result import OVERLAP_AUC, PERFECT_PU_AUC, WEAK_PU_AUC, JobResult
+from pulsnar_dask.pipeline.result import (
+    OVERLAP_AUC,
+    PERFECT_PU_AUC,
+    WEAK_PU_AUC,
+    JobResult,
+    overlaps,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -639,10 +645,11 @@ def run_pipeline(
             leading_feature,
         )
     whole = per_iteration[0][0] if len(per_iteration[0]) == 1 else pulscar_first
-    negative_auc = None if whole is None else implied_negative_auc(whole.pu_auc, whole.alpha)
-    if negative_auc is not None:  # to 3 decimals: what is printed is what is compared
-        negative_auc = None if np.isnan(negative_auc) else round(negative_auc, 3)
-    if negative_auc is not None and negative_auc < OVERLAP_AUC:
+    negative_auc = None
+    if whole is not None:  # to 3 decimals: what is printed is what is compared
+        implied = implied_negative_auc(whole.pu_auc, whole.alpha)
+        negative_auc = None if np.isnan(implied) else round(implied, 3)
+    if overlaps(negative_auc):
         logger.warning(
             "labeled positives and unlabeled negatives overlap (implied AUC %.3f, below "
             "%g): every reading of alpha also counts the negatives that resemble "
