@@ -132,14 +132,18 @@ def run_one(task: tuple) -> dict:
             "seconds": round(time.perf_counter() - start, 1), "failure": ""}  # fmt: skip
 
 
-def write(runs: pd.DataFrame) -> None:
+def our_runs() -> pd.DataFrame:
+    """Our committed runs of today's defaults (``--method auto``), one row per run."""
+    ours = pd.read_csv(OURS)
+    return ours[ours.algorithm == "AUTO"][[*KEYS, "alpha", "n_clusters"]]
+
+
+def write(runs: pd.DataFrame, ours: pd.DataFrame) -> None:
     """reference.csv, and reference.md: per set and per fraction, the reference's MAE beside
-    ours on the same runs."""
+    ours (:func:`our_runs`) on the same runs."""
     runs = runs.sort_values(KEYS).reset_index(drop=True)
     runs["failure"] = runs["failure"].astype("string").fillna("")
     runs.to_csv(RESULTS / "reference.csv", index=False)
-    ours = pd.read_csv(OURS)
-    ours = ours[ours.algorithm == "AUTO"][[*KEYS, "alpha", "n_clusters"]]
     paired = runs.merge(ours, on=KEYS, suffixes=("_ref", "_ours"), how="left")
     paired["err_ref"] = (paired.alpha_ref - paired.actual_alpha).abs()
     paired["err_ours"] = (paired.alpha_ours - paired.actual_alpha).abs()
@@ -213,17 +217,17 @@ def main() -> None:
         parser.error(f"{args.reference}: no PULSNAR/PULSNAR.py there (the reference's checkout)")
     done = pd.read_csv(RESULTS / "reference.csv") if (RESULTS / "reference.csv").exists() else None
     have = set() if done is None else set(map(tuple, done[KEYS].to_numpy().tolist()))
-    ours = pd.read_csv(OURS)
+    ours = our_runs()
     tasks = [
         (args.reference.resolve(), name, fraction, seed)
-        for name, fraction, seed in ours[ours.algorithm == "AUTO"][KEYS].itertuples(index=False)
+        for name, fraction, seed in ours[KEYS].itertuples(index=False)
         if name in args.sets and seed < args.seeds
         and (args.fractions is None or any(np.isclose(fraction, args.fractions)))
         and (name, fraction, seed) not in have
     ]  # fmt: skip
     rows = [] if done is None else done.to_dict("records")
     if not tasks and rows:  # nothing to run: our side may have changed
-        write(pd.DataFrame(rows))
+        write(pd.DataFrame(rows), ours)
     with ProcessPoolExecutor(args.workers) as pool:
         futures = [pool.submit(run_one, task) for task in tasks]
         for i, future in enumerate(as_completed(futures), start=1):
@@ -235,7 +239,7 @@ def main() -> None:
                 f"{r['n_clusters']} clusters, {r['seconds']} s {r['failure']}",
                 flush=True,
             )
-            write(pd.DataFrame(rows))
+            write(pd.DataFrame(rows), ours)
 
 
 if __name__ == "__main__":
