@@ -11,14 +11,12 @@ from __future__ import annotations
 import argparse
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from common import RESULTS
 
 from pulsnar_dask import estimate_alpha
-
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def mixture(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import RESULTS, ROOT
+from common import DATA, RESULTS
 
 from pulsnar_dask import make_pu_data
 from pulsnar_dask.cli import main
@@ -43,7 +43,6 @@ from pulsnar_dask.datasets.realdata import REAL_SETS
 from pulsnar_dask.datasets.synthetic import pu_frame
 
 logger = logging.getLogger("inductive")
-DATA = ROOT.parent / "shared" / "data"
 SETS = {
     "SNAR_synthetic": (0.1, 0.3, 0.5),
     "SNAR_shuttle": (0.05, 0.15),

@@ -27,14 +27,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from common import DATA, RESULTS
 
 from pulsnar_dask import PULSCAR
 from pulsnar_dask.datasets.realdata import FRACTIONS, REAL_SETS, scar_pu_data
 from pulsnar_dask.pipeline.result import OVERLAP_AUC
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-DATA = ROOT.parent / "shared" / "data"
 SEEDS = 2
 
 

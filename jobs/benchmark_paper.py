@@ -48,6 +48,7 @@ import dask.dataframe as dd
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from common import DATA, ROOT
 
 from pulsnar_dask import make_pu_data
 from pulsnar_dask.benchmarking import (
@@ -69,8 +70,6 @@ from pulsnar_dask.datasets.synthetic import pu_frame
 from pulsnar_dask.io import PUFrame
 from pulsnar_dask.report import plot_reliability
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
 FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
 REAL_SEEDS = 5
 LARGE_SIZES = (5000, 25000, 50000, 100000)

@@ -47,12 +47,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import yaml
+from common import DATA, RESULTS
 
 from pulsnar_dask.datasets.realdata import REAL_SETS
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-DATA = ROOT.parent / "shared" / "data"
 OURS = RESULTS / "paper_variants" / "cluster_split" / "runs.csv"
 KEYS = ["benchmark", "true_alpha", "seed"]
 

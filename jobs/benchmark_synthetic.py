@@ -13,10 +13,10 @@ import argparse
 import json
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from common import RESULTS
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
 from pulsnar_dask.benchmarking import (
@@ -32,7 +32,6 @@ CASES = (
     ("SNAR_synthetic", "PULSCAR"),
     ("SCAR_synthetic", "PULSCAR"),
 )
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def run_one(task: tuple[str, str, float, int, dict]) -> dict:

@@ -20,6 +20,7 @@ from pulsnar_dask.io import write_pu_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+DATA = ROOT.parent / "shared" / "data"  # the real data sets (its README)
 CLI = [sys.executable, "-m", "pulsnar_dask"]
 
 

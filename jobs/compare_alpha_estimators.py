@@ -17,10 +17,10 @@ from __future__ import annotations
 import argparse
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from common import DATA, RESULTS
 
 from pulsnar_dask import PULSCAR, PULSNAR, estimate_alpha, make_pu_data
 from pulsnar_dask.core.alpha import ALPHA_ESTIMATORS
@@ -29,9 +29,6 @@ from pulsnar_dask.core.subproblem import run_subproblem
 from pulsnar_dask.core.subtypes import subtype_mix_distance
 from pulsnar_dask.datasets.realdata import FRACTIONS, REAL_SETS
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-DATA = ROOT.parent / "shared" / "data"
 SYNTHETIC = ("SNAR_synthetic", "SCAR_synthetic")
 THRESHOLDS = (0.05, 0.1, 0.15, 0.2)
 

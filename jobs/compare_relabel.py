@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
-from common import RESULTS
+from common import DATA, RESULTS
 from sklearn.metrics import average_precision_score, matthews_corrcoef
 
 from pulsnar_dask import PULSNAR, make_pu_data
@@ -29,7 +29,6 @@ from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.subproblem import cross_validated_scores
 from pulsnar_dask.datasets.realdata import FRACTIONS, REAL_SETS
 
-DATA = RESULTS.parents[2] / "shared" / "data"
 LARGE_SIZES = (5000, 25000, 50000, 100000)
 
 
