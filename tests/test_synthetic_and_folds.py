@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from pulsnar_dask import make_pu_data
-from pulsnar_dask.core.folds import assign_folds
+from pulsnar_dask.core.folds import assign_folds, take_rows
 
 
 def test_snar_data_has_the_papers_composition():
@@ -188,3 +188,14 @@ def test_identical_rows_of_few_discrete_features_are_not_taken_for_copies():
     # the bound: n^2 / (2 M) pairs expected by chance, against 0.01
     assert identical_by_chance(100, [100, 50])  # 10,000 / 10,000 = 1 pair
     assert not identical_by_chance(100, [1000, 1000])  # 0.005 pairs
+
+
+def test_take_rows_returns_the_arrays_themselves_only_for_every_row_in_order():
+    X, y = np.arange(12.0).reshape(6, 2), np.arange(6)
+    same = take_rows(np.arange(6), X, y)
+    assert same[0] is X and same[1] is y  # no copy of a training set for nothing
+    taken = take_rows(np.array([5, 0, 3]), X, y)
+    np.testing.assert_array_equal(taken[0], X[[5, 0, 3]])
+    np.testing.assert_array_equal(taken[1], [5, 0, 3])
+    # the first rows in order are a subset, not every row
+    np.testing.assert_array_equal(take_rows(np.arange(3), X)[0], X[:3])

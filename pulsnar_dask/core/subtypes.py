@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from pulsnar_dask.core.config import AUTO_COVARIANCE_TYPES, PUConfig
-from pulsnar_dask.core.folds import training_subsample
+from pulsnar_dask.core.folds import take_rows, training_subsample
 from pulsnar_dask.core.metrics import roc_auc
 from pulsnar_dask.core.mixture import (
     MIN_CLUSTER_SIZE,
@@ -68,9 +68,9 @@ def importance_gain(
         config.max_train_rows,
         seed,
     )
-    rows = order if keep is None else order[keep]
+    X, labels = take_rows(order if keep is None else order[keep], X, labels)
     params = booster_params(config.xgb_params, seed, config.n_threads)
-    return gain_importance(X[rows], labels[rows], params, config.n_rounds, feature_types)
+    return gain_importance(X, labels, params, config.n_rounds, feature_types)
 
 
 def seeded_rows(Z: np.ndarray, max_rows: int | None, seed: int) -> np.ndarray:

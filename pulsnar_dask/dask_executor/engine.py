@@ -44,6 +44,7 @@ from pulsnar_dask.core.folds import (
     folds_from_hashes,
     sorted_label_hashes,
     subsample_thresholds,
+    take_rows,
     trainable_rows,
 )
 from pulsnar_dask.core.schema import (
@@ -92,10 +93,15 @@ EXPRESSIONS = threading.RLock()
 def _rows(
     parts: Sequence[pd.DataFrame], features: Sequence[str], label: str, id_col: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Concatenate partitions into (X, labels, ids)."""
-    frame = pd.concat(parts, ignore_index=True)
-    X = frame[list(features)].to_numpy(dtype=np.float32)
-    return X, frame[label].to_numpy().astype(np.int8), frame[id_col].to_numpy()
+    """Partitions' rows as (X, labels, ids), each partition's features written straight
+    into X (a concatenated frame would be one more copy of them all)."""
+    X = np.empty((sum(len(p) for p in parts), len(features)), dtype=np.float32)
+    start = 0
+    for part in parts:
+        X[start : start + len(part)] = part[list(features)].to_numpy(dtype=np.float32)
+        start += len(part)
+    labels = np.concatenate([p[label].to_numpy() for p in parts]).astype(np.int8)
+    return X, labels, np.concatenate([p[id_col].to_numpy() for p in parts])
 
 
 def _scoring_rows(part, request: ScoreRequest, label, id_col, hashes, thresholds, copies):
@@ -150,10 +156,7 @@ def _training_rows(pieces) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A scoring's training rows on one worker, by row id (the order the in-process
     executor trains in): (features, labels, folds)."""
     ids, labels, folds, X = (np.concatenate(column) for column in zip(*pieces, strict=True))
-    order = np.argsort(ids, kind="stable")
-    if np.array_equal(order, np.arange(order.size)):  # partitions in id order: no copy
-        return X, labels, folds
-    return X[order], labels[order], folds[order]
+    return take_rows(np.argsort(ids, kind="stable"), X, labels, folds)
 
 
 def _fold_model_task(training, fold, request: ScoreRequest) -> bytes:

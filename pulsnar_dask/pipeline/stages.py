@@ -173,10 +173,13 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 def unrepresentable_counts(features: pd.DataFrame) -> pd.DataFrame:
     """Per feature column, the values the models' float32 cannot hold: infinite ones and
-    finite ones beyond its range (one row: partitions' counts add up)."""
-    values = features.to_numpy(dtype=float)
-    bad = np.abs(values) > FLOAT32_MAX  # NaN compares false: missing values are allowed
-    return pd.DataFrame([bad.sum(axis=0)], columns=features.columns)
+    finite ones beyond its range (one row: partitions' counts add up). Column by column:
+    a float64 copy of a whole partition would be its largest temporary."""
+    counts = [  # NaN compares false: missing values are allowed
+        np.count_nonzero(np.abs(column.to_numpy(dtype=float)) > FLOAT32_MAX)
+        for _, column in features.items()
+    ]
+    return pd.DataFrame([counts], columns=features.columns, dtype="int64")
 
 
 def check_representable(counts: pd.Series) -> None:
