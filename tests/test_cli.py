@@ -776,7 +776,10 @@ def test_a_full_disk_ends_in_one_line_and_keeps_the_finished_run(tmp_path, capsy
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == finished
 
 
-def test_unreachable_scheduler_fails_in_bounded_time(data, tmp_path, capsys):
+def test_unreachable_scheduler_fails_in_bounded_time(data, tmp_path, capsys, monkeypatch):
+    from pulsnar_dask.dask_executor import connect
+
+    monkeypatch.setattr(connect, "CONNECT_TIMEOUT_S", 3)  # 20 s by default
     out = tmp_path / "unreachable"
     status, _, err = run_cli(
         ["run", "--input", str(data), "--method", "pulscar", "--out", str(out),
@@ -784,7 +787,7 @@ def test_unreachable_scheduler_fails_in_bounded_time(data, tmp_path, capsys):
         capsys,
     )  # fmt: skip
     assert status == 2
-    assert "cannot reach the Dask scheduler" in err and "within 20 s" in err
+    assert "cannot reach the Dask scheduler" in err and "within 3 s" in err
     assert "Traceback" not in err and not out.exists()
 
 
