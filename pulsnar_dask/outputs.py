@@ -23,6 +23,7 @@ from distributed import Client
 from fsspec.implementations.local import LocalFileSystem
 
 from pulsnar_dask.core.model import PUModel
+from pulsnar_dask.dask_executor.sending import sent_once
 from pulsnar_dask.errors import PUError
 
 logger = logging.getLogger(__name__)
@@ -191,7 +192,8 @@ class RunOutput:
         rows = frame[[id_col, label_col]].merge(
             results, left_on=id_col, right_index=True, how="left"
         )
-        return self.write_frame(client, rows)[0]
+        with sent_once():  # the result columns, split over the partitions
+            return self.write_frame(client, rows)[0]
 
     def write_frame(
         self, client: Client, rows: dd.DataFrame, compute_with: dict[str, Any] | None = None

@@ -1,5 +1,9 @@
 """The engine's two scoring paths on a local multi-process cluster."""
 
+import warnings
+
+import dask
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,8 +13,10 @@ from pulsnar_dask import PULSNAR, make_pu_data
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.subproblem import subproblems_alpha
-from pulsnar_dask.dask_executor.engine import run_job
+from pulsnar_dask.dask_executor.engine import run_job, share
+from pulsnar_dask.dask_executor.sending import LARGE_GRAPH
 from pulsnar_dask.io import read_pu_parquet, write_pu_parquet
+from pulsnar_dask.outputs import RunOutput
 
 
 @pytest.fixture(scope="module")
@@ -224,3 +230,26 @@ def test_clusters_cut_in_two_match_the_in_memory_estimator(client, tmp_path):
     np.testing.assert_array_equal(result.clustering.labels, est.clustering_.labels)
     summary = result.summary()
     assert summary["n_clusters"] == 2 and summary["clusters_cut"] == [1]
+
+
+def test_data_sent_once_by_design_draws_no_large_graph_warning(client, tmp_path):
+    """Arrays many tasks need, and the result columns a run writes, go to the cluster
+    once; distributed's warning (advice to do just that) is not shown. Its threshold is
+    lowered here so that small data would draw it."""
+    frame = dd.from_pandas(
+        pd.DataFrame({"row_id": np.arange(4000), "label": np.arange(4000) % 2}), npartitions=4
+    )
+    table = pd.DataFrame({"probability": np.linspace(0, 1, 4000)}, index=frame["row_id"].compute())
+    output = RunOutput(str(tmp_path / "out"))
+    output.prepare()
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1kB"}):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert share(client, np.arange(4000)).result().sum() == 4000 * 3999 // 2
+            output.write_predictions(client, frame, "row_id", "label", table)
+        assert [str(w.message) for w in caught if LARGE_GRAPH in str(w.message)] == []
+        with pytest.warns(UserWarning, match=LARGE_GRAPH):  # what it is without them
+            client.submit(len, np.arange(4000)).result()
+    output.commit()
+    written = pd.read_parquet(tmp_path / "out" / "predictions").sort_values("row_id")
+    np.testing.assert_allclose(written["probability"], table["probability"])

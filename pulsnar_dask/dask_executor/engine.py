@@ -57,6 +57,7 @@ from pulsnar_dask.core.scoring import booster_params, fold_model, fold_predictio
 from pulsnar_dask.core.subproblem import check_subproblem
 from pulsnar_dask.core.subtypes import importance_gain
 from pulsnar_dask.dask_executor.malloc import with_heap_blocks
+from pulsnar_dask.dask_executor.sending import sent_once
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.io import PUFrame
 from pulsnar_dask.pipeline.result import JobResult
@@ -200,7 +201,8 @@ def share(client: Client, value: Any) -> Future:
     that holds it, and if that worker is lost the scheduler computes it again from the
     task: scattered data would be gone, and a broadcast scatter waited for ever on a
     killed worker (``tests/test_reliability.py``)."""
-    return client.submit(_identity, value, pure=False)
+    with sent_once():
+        return client.submit(_identity, value, pure=False)
 
 
 def _gain_task(parts, schema: FeatureSchema, label, id_col, config, seed):

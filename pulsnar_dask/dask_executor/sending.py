@@ -1,0 +1,26 @@
+"""Data that goes to the cluster once, on purpose.
+
+Distributed warns (``UserWarning``, "Sending large graph of size ...") when a graph it
+submits is over ``distributed.admin.large-graph-warning-threshold`` (10 MB), and advises
+sending the data once as a future that tasks then fetch. That is what the engine does
+with the arrays many tasks need (:func:`~pulsnar_dask.dask_executor.engine.share`), and
+the results the workers write are split over partitions and sent once: the warning then
+only tells a user of a large run about a transfer that is by design.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator
+
+LARGE_GRAPH = "Sending large graph"  # the start of distributed's warning
+
+
+@contextlib.contextmanager
+def sent_once() -> Iterator[None]:
+    """Submit inside this block without distributed's large-graph warning (warning
+    filters are per process: one raised by another thread meanwhile is silenced too)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", LARGE_GRAPH, UserWarning)
+        yield
