@@ -192,8 +192,7 @@ class RunOutput:
         rows = frame[[id_col, label_col]].merge(
             results, left_on=id_col, right_index=True, how="left"
         )
-        with sent_once():  # the result columns, split over the partitions
-            return self.write_frame(client, rows)[0]
+        return self.write_frame(client, rows)[0]
 
     def write_frame(
         self, client: Client, rows: dd.DataFrame, compute_with: dict[str, Any] | None = None
@@ -221,7 +220,9 @@ class RunOutput:
             compute=False,
         )
         names = list(compute_with or {})
-        done = client.gather(client.compute([write, *(compute_with or {}).values()]))
+        with sent_once():  # write_predictions' result columns, split over the partitions
+            futures = client.compute([write, *(compute_with or {}).values()])
+        done = client.gather(futures)
         values = dict(zip(names, done[1:], strict=True))
         return self._url(f"{self.path}/{PREDICTIONS}"), values
 

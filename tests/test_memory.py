@@ -5,15 +5,20 @@ gathers the table onto one worker (that worker would pass its limit and be resta
 About 2.5 minutes on two cores: four 1 GiB workers hold 1.1 GB of features between them.
 """
 
+import tracemalloc
+
 import numpy as np
+import pandas as pd
 import pytest
 from distributed import Client
 
 from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.subtypes import importance_gain
 from pulsnar_dask.dask_executor.connect import ProcessCluster
 from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.datasets.synthetic import synthetic_dask_frame
 from pulsnar_dask.io import PUFrame
+from pulsnar_dask.pipeline.stages import unrepresentable_counts
 
 N_POS, N_UNLAB, N_FEATURES, CHUNK = 100_000, 2_650_000, 100, 125_000
 LIMIT = 2**30  # each worker's memory limit, bytes
@@ -45,8 +50,8 @@ def test_pulsnar_with_calibration_and_retrain_on_a_table_larger_than_any_worker(
 
         puf = PUFrame(frame, [f"f{j}" for j in range(N_FEATURES)], "label", "row_id", None)
         # a model's training rows (40 MB here) take about 3x their size while it trains:
-        # capped at 100,000 rows the busiest worker peaks near 790 MiB of its 1 GiB (the
-        # nanny restarts it at 973), at the default 200,000 near 880 (measured)
+        # capped at 100,000 rows the busiest worker peaked at 750-790 MiB of its 1 GiB (the
+        # nanny restarts it at 973), at the default 200,000 at 847-875 (measured)
         config = PUConfig(
             n_folds=2, n_rounds=10, interval_resamples=5, n_clusters=2, max_train_rows=100_000
         )
@@ -72,3 +77,36 @@ def test_pulsnar_with_calibration_and_retrain_on_a_table_larger_than_any_worker(
         assert result.improved[hidden].mean() > result.improved[negative].mean() + 0.2
         # no worker passed its limit: a restarted worker comes back under a new address
         assert set(client.scheduler_info()["workers"]) == set(workers)
+
+
+def _peak_bytes(fn, *args):
+    """``fn(*args)`` and the most memory Python and NumPy held above the start meanwhile."""
+    tracemalloc.start()
+    try:
+        out = fn(*args)
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_float32_check_makes_no_float64_copy_of_a_partition():
+    features = [f"f{j}" for j in range(50)]
+    part = pd.DataFrame(np.ones((20_000, 50), dtype=np.float32), columns=features)
+    part.loc[0, "f3"], part.loc[1, "f7"] = np.inf, np.nan
+    counts, peak = _peak_bytes(unrepresentable_counts, part)
+    assert counts.loc[0].to_dict() == {f: int(f == "f3") for f in features}
+    assert peak < part.memory_usage().sum() / 4  # a float64 copy is twice the partition
+
+
+def test_the_importance_model_trains_on_rows_in_id_order_without_copying_them():
+    rng = np.random.default_rng(0)
+    X = rng.random((20_000, 50), dtype=np.float32)
+    labels = (np.arange(20_000) % 3 == 0).astype(np.int8)
+    config = PUConfig(n_rounds=5)
+    importance_gain(X[:100], labels[:100], np.arange(100), config, 0)  # XGBoost's imports
+    in_order, peak = _peak_bytes(importance_gain, X, labels, np.arange(20_000), config, 0)
+    assert peak < X.nbytes / 2  # XGBoost's own memory is not traced; a copy of X would be
+    shuffled = rng.permutation(20_000)  # the same rows in another order: the same model
+    np.testing.assert_allclose(
+        importance_gain(X[shuffled], labels[shuffled], shuffled, config, 0), in_order
+    )

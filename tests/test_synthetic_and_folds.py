@@ -199,3 +199,7 @@ def test_take_rows_returns_the_arrays_themselves_only_for_every_row_in_order():
     np.testing.assert_array_equal(taken[1], [5, 0, 3])
     # the first rows in order are a subset, not every row
     np.testing.assert_array_equal(take_rows(np.arange(3), X)[0], X[:3])
+    # every row, out of order: a copy in that order
+    shuffled = take_rows(np.array([1, 0, 2, 3, 4, 5]), X)[0]
+    assert shuffled is not X
+    np.testing.assert_array_equal(shuffled, X[[1, 0, 2, 3, 4, 5]])

@@ -296,8 +296,9 @@ def training_subsample(
 
 
 def take_rows(rows: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``arrays`` at positions ``rows``; the arrays themselves, not copies, where ``rows``
-    is every position in order (a training set of hundreds of MB copied for nothing).
+    """``arrays`` at positions ``rows`` (integers, not a mask); the arrays themselves,
+    not copies, where ``rows`` is every position in order (a training set of hundreds of
+    MB copied for nothing).
 
     Returns
     -------

@@ -94,15 +94,10 @@ EXPRESSIONS = threading.RLock()
 def _rows(
     parts: Sequence[pd.DataFrame], features: Sequence[str], label: str, id_col: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Partitions' rows as (X, labels, ids), each partition's features written straight
-    into X (a concatenated frame would be one more copy of them all)."""
-    X = np.empty((sum(len(p) for p in parts), len(features)), dtype=np.float32)
-    start = 0
-    for part in parts:
-        X[start : start + len(part)] = part[list(features)].to_numpy(dtype=np.float32)
-        start += len(part)
-    labels = np.concatenate([p[label].to_numpy() for p in parts]).astype(np.int8)
-    return X, labels, np.concatenate([p[id_col].to_numpy() for p in parts])
+    """Concatenate partitions into (X, labels, ids)."""
+    frame = pd.concat(parts, ignore_index=True)
+    X = frame[list(features)].to_numpy(dtype=np.float32)
+    return X, frame[label].to_numpy().astype(np.int8), frame[id_col].to_numpy()
 
 
 def _scoring_rows(part, request: ScoreRequest, label, id_col, hashes, thresholds, copies):
@@ -538,7 +533,7 @@ class DaskExecutor:
                 _fold_model_task,
                 training,
                 fold,
-                request,
+                rows[0],  # the request, shared: its id arrays are not sent once per fold
                 key=f"{request.name}-fold{fold}-{uuid.uuid4().hex[:8]}",
                 **next(self._placements),
             )

@@ -11,16 +11,23 @@ only tells a user of a large run about a transfer that is by design.
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from collections.abc import Iterator
 
 LARGE_GRAPH = "Sending large graph"  # the start of distributed's warning
 
+# ``catch_warnings`` saves and restores the process's filter list: two blocks open at
+# once in two threads would restore each other's filters (one left silenced for good)
+_FILTERS = threading.RLock()
+
 
 @contextlib.contextmanager
 def sent_once() -> Iterator[None]:
-    """Submit inside this block without distributed's large-graph warning (warning
-    filters are per process: one raised by another thread meanwhile is silenced too)."""
-    with warnings.catch_warnings():
+    """Submit inside this block without distributed's large-graph warning. Keep the
+    block to the submit (the warning is raised there): filters are per process, so the
+    same warning raised by another thread meanwhile is silenced too, and blocks in
+    other threads wait for this one."""
+    with _FILTERS, warnings.catch_warnings():
         warnings.filterwarnings("ignore", LARGE_GRAPH, UserWarning)
         yield
