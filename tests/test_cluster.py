@@ -1,6 +1,7 @@
 """The CLI against a real multi-process Dask cluster on loopback."""
 
 import pytest
+from distributed import Client
 from helpers import run_cli, small_snar
 
 from pulsnar_dask.dask_executor.connect import ProcessCluster
@@ -100,3 +101,12 @@ def test_pulscar_iterations_fan_out_with_a_confidence_interval(cluster, inputs, 
     low, high = summary["alpha_ci"]
     assert low <= summary["alpha"] <= high
     assert summary["n_clusters"] == 1 and summary["cluster_alphas"] == [summary["alpha"]]
+
+
+def test_closing_a_process_cluster_stops_the_workers_it_added_and_its_scheduler(tmp_path):
+    with ProcessCluster(tmp_path, n_workers=1) as c:
+        c.add_worker()
+        with Client(c.address) as client:
+            client.wait_for_workers(2, timeout=60)
+            assert client.submit(sum, [1, 2]).result() == 3
+    assert [proc.poll() is not None for proc in c.procs] == [True, True, True]

@@ -246,15 +246,18 @@ class ProcessCluster:
         )
 
     def close(self) -> None:
-        """Stop every process this cluster started."""
-        for proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        """Stop every process this cluster started: the workers first, then the
+        scheduler (a worker stopped beside its scheduler could wait 20-40 s on it)."""
+        scheduler, workers = self.procs[:1], self.procs[1:]
+        for group in (workers, scheduler):
+            for proc in group:
+                if proc.poll() is None:
+                    proc.terminate()
+            for proc in group:
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
 
     def __enter__(self) -> ProcessCluster:
         return self
