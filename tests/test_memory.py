@@ -2,7 +2,9 @@
 the end on real worker processes whose nannies enforce a memory limit, and no stage
 gathers the table onto one worker (that worker would pass its limit and be restarted).
 
-About 2.5 minutes on two cores: four 1 GiB workers hold 1.1 GB of features between them.
+About 2 minutes on two cores: four 1 GiB workers hold 1.1 GB of features between them.
+Two quick checks (``tracemalloc``) keep the largest temporaries out: the float32 check
+copies no partition, and the importance model no rows already in id order.
 """
 
 import tracemalloc
