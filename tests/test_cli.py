@@ -529,11 +529,14 @@ def test_true_labels_are_whole_numbers_from_zero_and_never_text():
 
     got = check_true_labels(pd.array([0, 2, 1], dtype="Int64").to_numpy(), "t")
     assert got.tolist() == [0, 2, 1] and got.dtype == np.int64
+    got = check_true_labels(np.array([0, 2, 1], dtype=np.int8), "t")
+    assert got.tolist() == [0, 2, 1] and got.dtype == np.int64
     for values, shown in (
         (np.array(["1", "0"], dtype=object), "'1' (1 row), '0' (1 row)"),
         (pd.array([0, None], dtype="Int64").to_numpy(), "missing (1 row)"),
         (np.array([0.5, 1.0]), "0.5 (1 row)"),
         (np.array([-1, 1]), "-1 (1 row)"),
+        (np.array([np.nan, 1.0]), "missing (1 row)"),  # numeric columns take a fast path
     ):
         with pytest.raises(PUError, match=re.escape(f"in every row; found {shown}")):
             check_true_labels(values, "t")

@@ -14,6 +14,11 @@ from pulsnar_dask.core.mixture import (
 )
 
 
+def one_by_one(fn, calls):
+    """A map for the fan-outs' ``map_fits``: the calls one after another, here."""
+    return [fn(*call) for call in calls]
+
+
 def test_knee_with_local_minima_takes_the_earliest_signal():
     # local minima at indices 2 and 4; argmin 4; argmax(diff(diff)) = 3 -> 3 + 3 = 6
     bic = np.array([10, 8, 5, 6, 4, 7, 9])
@@ -209,9 +214,6 @@ def test_more_sizes_are_fitted_only_while_the_lowest_bic_lies_at_the_end():
     few = np.vstack([rng.normal(c, 1, (200, 2)) for c in centres[:3]])
     config = PUConfig(max_clusters=25, max_cluster_rows=None)
 
-    def one_by_one(fn, calls):
-        return [fn(*call) for call in calls]
-
     fitted = {
         name: fit_bic_curve(one_by_one, Z, config, 0)["full"]
         for name, Z in (("many", many), ("few", few))
@@ -225,9 +227,6 @@ def test_more_sizes_are_fitted_only_while_the_lowest_bic_lies_at_the_end():
 def test_the_covariance_type_is_the_one_with_the_lower_bic():
     from pulsnar_dask.core.config import PUConfig
     from pulsnar_dask.core.subtypes import choose_mixture, fit_bic_curve
-
-    def one_by_one(fn, calls):
-        return [fn(*call) for call in calls]
 
     rng = np.random.default_rng(0)
     config = PUConfig(max_clusters=12, max_cluster_rows=None)
@@ -261,15 +260,15 @@ def test_a_cluster_is_cut_in_two_only_where_two_components_fit_it_better():
     one_blob = rng.normal(0, 1, (500, 3))
     Z = np.r_[two_blobs, one_blob]
     labels = np.r_[np.zeros(500, int), np.ones(500, int)]
-    halves = cluster_halves(Z, labels, "full", min_size=50, seed=0)
+    halves = cluster_halves(one_by_one, Z, labels, "full", min_size=50, seed=0)
     assert halves[1] is None
     cut = halves[0]
     assert cut.shape == (500,) and cut.dtype == bool
     assert np.unique(cut[:300]).size == np.unique(cut[300:]).size == 1  # the blobs
     assert cut[0] != cut[300]
     # a half under the floor is no cut; the same cut from a seeded sample of the rows
-    assert cluster_halves(Z, labels, "full", min_size=250, seed=0) == [None, None]
-    sampled = cluster_halves(Z, labels, "full", min_size=50, seed=0, max_rows=200)[0]
+    assert cluster_halves(one_by_one, Z, labels, "full", min_size=250, seed=0) == [None, None]
+    sampled = cluster_halves(one_by_one, Z, labels, "full", min_size=50, seed=0, max_rows=200)[0]
     assert (sampled == cut).all() or (sampled == ~cut).all()
 
 

@@ -25,6 +25,18 @@ def test_metrics_match_sklearn(seed):
         assert got[name] == pytest.approx(value, abs=1e-12), name
 
 
+@pytest.mark.parametrize("share", [0.02, 0.5, 0.95])
+def test_roc_auc_matches_sklearn_whichever_class_is_larger(share):
+    # the larger class is sorted and the smaller searched in it: both branches, with ties
+    rng = np.random.default_rng(1)
+    y = rng.random(3000) < share
+    p = np.round(rng.random(3000) + 0.3 * y, 2)
+    assert roc_auc(y, p) == pytest.approx(skm.roc_auc_score(y, p), abs=1e-12)
+    assert roc_auc(y, np.zeros(3000)) == 0.5  # every pair level
+    assert np.isnan(roc_auc(y, np.where(np.arange(3000) == 7, np.nan, p)))
+    assert np.isnan(roc_auc(np.ones(5, bool), np.arange(5.0)))
+
+
 def test_metrics_on_a_fixed_small_input():
     y = np.array([1, 0, 1, 0])
     p = np.array([0.9, 0.6, 0.4, 0.1])

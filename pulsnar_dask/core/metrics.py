@@ -20,15 +20,35 @@ def _confusion(y: np.ndarray, predicted: np.ndarray) -> tuple[int, int, int, int
 
 
 def roc_auc(y_true: np.ndarray, scores: np.ndarray) -> float:
-    """Return the area under the ROC curve (Mann-Whitney, ties counted half)."""
-    y = np.asarray(y_true).astype(bool)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    from scipy.stats import rankdata  # here: scipy.stats is slow to import at start-up
+    """Return the area under the ROC curve (Mann-Whitney, ties counted half).
 
-    ranks = rankdata(scores)
-    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    The larger class is sorted and the smaller one counted against it by binary search:
+    no ranking of all rows (several times faster than ranks at a million rows, where it
+    is read for every subproblem).
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN with no positive, no negative or a NaN score.
+    """
+    y = np.asarray(y_true).astype(bool)
+    s = np.asarray(scores, dtype=float)
+    n_pos, n_neg = int(y.sum()), int(y.size - y.sum())
+    if n_pos == 0 or n_neg == 0 or np.isnan(s).any():
+        return float("nan")
+    positives, negatives = s[y], s[~y]
+    # pairs a positive wins (scores above a negative) plus half the level ones
+    if n_pos <= n_neg:  # per positive: negatives below it, and those level with it
+        ordered = np.sort(negatives)
+        below = np.searchsorted(ordered, positives, side="left")
+        level = np.searchsorted(ordered, positives, side="right") - below
+        wins = float(np.sum(below)) + 0.5 * float(np.sum(level))
+    else:  # per negative: positives above it, and those level with it
+        ordered = np.sort(positives)
+        below = np.searchsorted(ordered, negatives, side="left")
+        level = np.searchsorted(ordered, negatives, side="right") - below
+        wins = float(np.sum(n_pos - below - level)) + 0.5 * float(np.sum(level))
+    return wins / (n_pos * n_neg)
 
 
 def implied_negative_auc(pu_auc: float, alpha: float) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -66,10 +67,11 @@ class SubproblemResult:
         """Labeled positives in the subproblem (the cluster's size for PULSNAR)."""
         return int(np.sum(self.labels == 1))
 
-    @property
+    @cached_property
     def pu_auc(self) -> float:
         """ROC AUC of the probabilities for labeled positives against unlabeled rows: how
-        well the classifier separates them (0.5: not at all)."""
+        well the classifier separates them (0.5: not at all); computed once, as the
+        checks, the summary and the report each read it."""
         return roc_auc(self.labels == 1, self.probabilities)
 
 

@@ -358,7 +358,17 @@ def fit_bic_curve(
     return curves
 
 
+def _fit_or_reason(Z: np.ndarray, n_components: int, covariance_type: str, seed: int):
+    """:func:`fit_mixture`, or why it failed (a task of :func:`cluster_halves`' fan-out:
+    a failed fit leaves its cluster whole rather than failing the map)."""
+    try:
+        return fit_mixture(Z, n_components, covariance_type, random_state=seed)
+    except RuntimeError as exc:
+        return str(exc)
+
+
 def cluster_halves(
+    map_fits: Callable[[Callable[..., Any], list[tuple]], list[Any]],
     Z: np.ndarray,
     labels: np.ndarray,
     covariance_type: str,
@@ -374,6 +384,9 @@ def cluster_halves(
 
     Parameters
     ----------
+    map_fits : callable
+        ``map_fits(fn, [args, ...])`` returns ``[fn(*args), ...]`` in order: a plain loop,
+        or an executor's fan-out (every cluster's two mixtures fit side by side).
     Z : ndarray of shape (n_positives, d)
         The clustering matrix.
     labels : ndarray of int of shape (n_positives,)
@@ -393,25 +406,24 @@ def cluster_halves(
         Per cluster, ``True`` for the positives (in the order of ``labels == c``) in the
         second half; ``None`` where the cluster is not cut.
     """
-    out: list[np.ndarray | None] = []
-    for c in range(int(labels.max()) + 1):
-        Zc = Z[labels == c]
-        half = None
-        if len(Zc) >= 2 * min_size:
-            fitted = seeded_rows(Zc, max_rows, seed)
-            state = mixture_random_state(2, seed)
-            try:
-                one = fit_mixture(fitted, 1, covariance_type, random_state=state)
-                two = fit_mixture(fitted, 2, covariance_type, random_state=state)
-            except RuntimeError as exc:  # a refinement: the cluster stays whole
-                logger.info("cluster %d not cut: %s", c + 1, exc)
-                out.append(None)
-                continue
-            cut = two.model.predict(Zc) == 1
-            comparable = one.covariance_type == two.covariance_type  # BICs of one family
-            if comparable and two.bic < one.bic and min_size <= cut.sum() <= len(Zc) - min_size:
-                half = cut
-        out.append(half)
+    members = [Z[labels == c] for c in range(int(labels.max()) + 1)]
+    cuttable = [c for c, Zc in enumerate(members) if len(Zc) >= 2 * min_size]
+    state = mixture_random_state(2, seed)
+    calls = []
+    for c in cuttable:
+        fitted = seeded_rows(members[c], max_rows, seed)
+        calls += [(fitted, k, covariance_type, state) for k in (1, 2)]
+    fits = map_fits(_fit_or_reason, calls)
+    out: list[np.ndarray | None] = [None] * len(members)
+    for c, one, two in zip(cuttable, fits[::2], fits[1::2], strict=True):
+        failed = next((f for f in (one, two) if isinstance(f, str)), None)
+        if failed is not None:  # a refinement: the cluster stays whole
+            logger.info("cluster %d not cut: %s", c + 1, failed)
+            continue
+        cut = two.model.predict(members[c]) == 1
+        comparable = one.covariance_type == two.covariance_type  # BICs of one family
+        if comparable and two.bic < one.bic and min_size <= cut.sum() <= len(cut) - min_size:
+            out[c] = cut
     return out
 
 
