@@ -339,13 +339,15 @@ def _diagnostics(summary: dict[str, Any]) -> str:
         )
     evidence = summary.get("method_evidence")
     if evidence:
+        noise = evidence.get("sampling_noise")
+        within = "" if noise is None else f" or within {noise:.3f}, sampling alone under SCAR"
         rows.append(
             (
                 "method",
                 f"auto chose <strong>{summary['method'].upper()}</strong>: "
                 f"{html.escape(evidence['reason'])} ({evidence['n_clusters']} cluster(s) of "
                 f"positives; subtype-mix distance {evidence['subtype_mix_distance']:.3f}, "
-                f"PULSCAR below {evidence['threshold']:g})",
+                f"PULSCAR below {evidence['threshold']:g}{within})",
             )
         )
     else:

@@ -876,12 +876,15 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     evidence = summary["method_evidence"]
     assert summary["method"] in ("pulscar", "pulsnar")
     assert set(evidence) == {
-        "n_clusters", "subtype_mix_distance", "threshold", "reason", "subtypes_may_be_unseen",
-        "cluster_features", "model_features",
+        "n_clusters", "subtype_mix_distance", "threshold", "sampling_noise", "reason",
+        "subtypes_may_be_unseen", "cluster_features", "model_features",
     }  # fmt: skip
     assert evidence["subtypes_may_be_unseen"] is False  # 8 features, all clustered
+    distance, noise = evidence["subtype_mix_distance"], evidence["sampling_noise"]
     assert (summary["method"] == "pulscar") == (
-        evidence["n_clusters"] == 1 or evidence["subtype_mix_distance"] < evidence["threshold"]
+        evidence["n_clusters"] == 1
+        or distance < evidence["threshold"]
+        or (noise is not None and distance <= noise)
     )
     assert summary["n_clusters"] == (
         1 if summary["method"] == "pulscar" else len(summary["cluster_alphas"])

@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
-from pulsnar_dask.core.subtypes import SCAR_MIX_DISTANCE, choose_method, subtype_mix_distance
+from pulsnar_dask.core.subtypes import (
+    SCAR_MIX_DISTANCE,
+    choose_method,
+    scar_mix_noise,
+    subtype_mix_distance,
+)
 
 
 def test_subtype_mix_distance_known_answers():
@@ -36,6 +41,36 @@ def test_choose_method_from_the_clusters(alphas, sizes, method):
     assert evidence["threshold"] == SCAR_MIX_DISTANCE
     assert (evidence["subtype_mix_distance"] < SCAR_MIX_DISTANCE) == (method == "pulscar")
     assert evidence["reason"]
+
+
+def test_scar_mix_noise_is_the_binomial_quantile_for_two_clusters():
+    from scipy import stats
+
+    # two equal clusters: the distance of a draw is |k/n - 1/2|, k ~ Binomial(n, 1/2)
+    for n in (20, 100, 1000):
+        k = np.arange(n + 1)
+        distance = np.abs(k / n - 0.5)
+        order = np.argsort(distance)
+        cdf = np.cumsum(stats.binom.pmf(k[order], n, 0.5))
+        exact = distance[order][np.searchsorted(cdf, 0.95)]
+        assert scar_mix_noise(np.array([300, 300]), n) == pytest.approx(exact, abs=1.5 / n + 0.005)
+    # fewer hidden positives, more noise; none at all: no evidence of anything
+    sizes = np.array([500, 300, 200, 100])
+    assert scar_mix_noise(sizes, 20) > scar_mix_noise(sizes, 200) > scar_mix_noise(sizes, 2000)
+    assert scar_mix_noise(sizes, 0.2) == 1.0
+    assert scar_mix_noise(np.array([500]), 50) == 0.0
+    # clusters under MIX_MIN_SHARE are left out, as in the distance
+    assert scar_mix_noise(np.array([300, 300, 5]), 100) == scar_mix_noise(np.array([300, 300]), 100)
+
+
+def test_a_distance_within_sampling_noise_keeps_pulscar():
+    alphas, sizes = np.array([0.1, 0.1]), np.array([100, 300])  # distance 0.25
+    few, evidence = choose_method(alphas, sizes, n_hidden=8)
+    assert evidence["sampling_noise"] >= evidence["subtype_mix_distance"] == 0.25
+    assert few == "pulscar" and "no more than sampling 8 hidden positives" in evidence["reason"]
+    many, evidence = choose_method(alphas, sizes, n_hidden=1000)
+    assert evidence["sampling_noise"] < 0.05 and many == "pulsnar"
+    assert choose_method(alphas, sizes)[1]["sampling_noise"] is None  # not asked
 
 
 def test_one_cluster_on_part_of_the_features_is_weak_evidence_of_scar():
@@ -113,3 +148,24 @@ def two_subtypes_labeled_at_random():
     group = np.repeat([0, 1, 2], [1500, 1500, 3000])
     X = centres[group] + rng.normal(size=(group.size, 4))
     return scar_pu_data(X, group < 2, 0.3, random_state=0)
+
+
+def test_auto_keeps_pulscar_where_few_hidden_positives_make_any_mix_look_snar():
+    """SCAR on the digits (nine subtypes, 18 of them hidden among 384 unlabeled rows): the
+    clusters' hidden shares are 0.37 from their labeled ones, far past the fixed 0.1, but
+    sampling 18 positives over some twenty clusters reaches 0.5; PULSCAR is kept and reads
+    the truth (PULSNAR, chosen before, summed the clusters' noise to 0.093 for 0.047)."""
+    from pathlib import Path
+
+    from pulsnar_dask.datasets.realdata import REAL_SETS, scar_pu_data
+
+    X, classes = REAL_SETS["SNAR_digits"].read(Path("."))
+    values, sizes = np.unique(classes, return_counts=True)
+    d = scar_pu_data(X, classes != values[np.argmax(sizes)], 0.05, 0)
+    est = PULSNAR(random_state=0, n_jobs=2, interval_resamples=0).fit(d.X, d.label)
+    evidence = est.method_evidence_
+    assert evidence["n_clusters"] > 1
+    assert evidence["threshold"] < evidence["subtype_mix_distance"] <= evidence["sampling_noise"]
+    assert est.method_ == "pulscar"
+    truth = np.mean(d.true_label[d.label == 0] > 0)
+    assert est.alpha_ == pytest.approx(truth, abs=0.01)

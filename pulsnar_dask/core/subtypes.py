@@ -482,18 +482,62 @@ def subtype_mix_distance(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) 
     return float(0.5 * np.abs(alphas / alphas.sum() - sizes / sizes.sum()).sum())
 
 
+# Draws of the SCAR null behind :func:`scar_mix_noise` (seeded: the same answer each run).
+NULL_DRAWS = 4000
+
+
+def scar_mix_noise(cluster_sizes: np.ndarray, n_hidden: float, quantile: float = 0.95) -> float:
+    """The subtype-mix distance that sampling alone reaches under SCAR.
+
+    Under SCAR each hidden positive falls in a cluster with that cluster's share of the
+    labeled positives, so the hidden counts are a multinomial draw of ``n_hidden`` over
+    those shares. Returned is the ``quantile`` of the distance
+    (:func:`subtype_mix_distance`, the same clusters left out) between such draws and
+    the labeled shares: with a few dozen hidden positives over ten clusters it is 0.3 or
+    more. The clusters' readings are noisier still (each is read by its own
+    classifier), so this is the least a distance must exceed to say SNAR.
+
+    Parameters
+    ----------
+    cluster_sizes : ndarray of shape (n_clusters,)
+        Labeled positives per cluster.
+    n_hidden : float
+        Hidden positives (alpha times the unlabeled rows).
+    quantile : float
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0 with fewer than two clusters counted, 1 with no hidden positive.
+    """
+    sizes = np.asarray(cluster_sizes, dtype=float)
+    sizes = sizes[sizes >= MIX_MIN_SHARE * sizes.sum()]
+    if sizes.size < 2:
+        return 0.0
+    n = round(max(float(n_hidden), 0.0))
+    if n < 1:
+        return 1.0
+    shares = sizes / sizes.sum()
+    draws = np.random.default_rng(0).multinomial(n, shares, size=NULL_DRAWS)
+    distances = 0.5 * np.abs(draws / n - shares).sum(axis=1)
+    return float(np.quantile(distances, quantile))
+
+
 def choose_method(
     cluster_alphas: np.ndarray,
     cluster_sizes: np.ndarray,
     cluster_features: int | None = None,
     model_features: int | None = None,
+    n_hidden: float | None = None,
 ) -> tuple[str, dict]:
     """Decide between PULSCAR and PULSNAR from PULSNAR's clusters (``method="auto"``).
 
     PULSCAR when the positives form one cluster, or when the clusters hide positives in
-    proportion to their labeled ones (:func:`subtype_mix_distance` below
-    ``SCAR_MIX_DISTANCE``): the data look SCAR, and one subproblem over all positives
-    reads alpha with less noise than a sum over clusters. PULSNAR otherwise.
+    proportion to their labeled ones: :func:`subtype_mix_distance` below
+    ``SCAR_MIX_DISTANCE``, or no farther than sampling alone takes it under SCAR
+    (:func:`scar_mix_noise` of ``n_hidden``). The data then look SCAR, and one
+    subproblem over all positives reads alpha with less noise than a sum over clusters.
+    PULSNAR otherwise.
 
     One cluster found on only part of the features the classifier uses
     (``cluster_features < model_features``, the top ``max_cluster_features`` by gain) is
@@ -508,17 +552,25 @@ def choose_method(
     cluster_features, model_features : int or None
         Features the positives were clustered on, and features the classifier uses;
         ``None``: not known.
+    n_hidden : float or None
+        Hidden positives for the sampling noise: the larger of PULSCAR's and PULSNAR's
+        alpha times the unlabeled rows (under SNAR PULSCAR reads low, and fewer hidden
+        positives would make the noise, and so the case for PULSCAR, larger than it is);
+        ``None``: no test against sampling noise.
 
     Returns
     -------
     (method, evidence)
         ``"pulscar"`` or ``"pulsnar"``, and a JSON-ready dict: ``n_clusters``,
-        ``subtype_mix_distance``, ``threshold``, ``reason`` and
-        ``subtypes_may_be_unseen``; with the feature counts, also ``cluster_features``
-        and ``model_features``.
+        ``subtype_mix_distance``, ``threshold``, ``sampling_noise`` (the distance that
+        sampling alone reaches, or ``None``), ``reason`` and ``subtypes_may_be_unseen``;
+        with the feature counts, also ``cluster_features`` and ``model_features``.
     """
     distance = subtype_mix_distance(cluster_alphas, cluster_sizes)
     n_clusters = int(np.size(cluster_sizes))
+    noise = None
+    if n_clusters > 1 and n_hidden is not None:
+        noise = scar_mix_noise(cluster_sizes, n_hidden)
     unseen = (
         n_clusters == 1
         and cluster_features is not None
@@ -538,6 +590,13 @@ def choose_method(
             "pulscar",
             "the clusters hide positives in proportion to their labeled ones (SCAR)",
         )
+    elif noise is not None and distance <= noise:
+        method, reason = (
+            "pulscar",
+            f"the clusters' shares of the hidden positives differ from their labeled ones' "
+            f"no more than sampling {round(n_hidden):,} hidden positives does under SCAR "
+            "(no evidence of SNAR)",
+        )
     else:
         method, reason = (
             "pulsnar",
@@ -547,6 +606,7 @@ def choose_method(
         "n_clusters": n_clusters,
         "subtype_mix_distance": round(distance, 4),
         "threshold": SCAR_MIX_DISTANCE,
+        "sampling_noise": None if noise is None else round(noise, 4),
         "reason": reason,
         "subtypes_may_be_unseen": unseen,
     }

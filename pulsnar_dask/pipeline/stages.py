@@ -623,11 +623,18 @@ def run_pipeline(
             pulscar_first = pulscar_results[0]
         if method == "auto":
             first = per_iteration[0]
+            # hidden positives for the test against sampling noise: the larger reading's
+            # (under SNAR PULSCAR reads low, and a smaller count makes more noise)
+            n_hidden = None
+            if compare:
+                larger = max(pulscar_first.alpha, subproblems_alpha(first, config.claim_overlap)[0])
+                n_hidden = larger * int(np.sum(pulscar_first.labels == 0))
             method, evidence = choose_method(
                 [r.alpha for r in first],
                 [r.n_positive for r in first],
                 clustering.cluster_features.size,
                 clustering.model_features.size,
+                n_hidden,
             )
             log = logger.warning if evidence["subtypes_may_be_unseen"] else logger.info
             log("method auto: %s (%s)", method, evidence["reason"])
