@@ -8,11 +8,13 @@ random, the way the hidden SCAR sets with several positive classes are built). E
 records what :func:`~pulsnar_dask.core.subtypes.choose_method` saw (the clusters' alphas
 and labeled positives) and both readings (PULSNAR's and PULSCAR's), so each rule is
 applied to the same fits: the fixed threshold alone (the rule before session 20) and the
-threshold with the test against sampling noise (:func:`scar_mix_noise`, the default).
-Writes benchmarks/results/method_choice.{csv,md}; ``--runs FILE`` re-reads recorded runs
-(JSON lines, one per fit) instead of fitting.
+threshold with the test against sampling noise (:func:`scar_mix_noise`, the default),
+both through ``choose_method`` itself. Writes benchmarks/results/<name>.{csv,md} and, when
+fitting, the recorded runs as <name>_runs.jsonl (one JSON line per fit or skipped run);
+``--runs FILE`` re-reads such a file instead of fitting.
 
     python jobs/compare_method_choice.py [--seeds 0 1] [--families NAME ...] [--runs FILE]
+                                         [--name method_choice]
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from common import DATA, RESULTS
 
 import pulsnar_dask.pipeline.stages as stages
 from pulsnar_dask import PULSNAR, make_pu_data
-from pulsnar_dask.core.subtypes import SCAR_MIX_DISTANCE, scar_mix_noise, subtype_mix_distance
+from pulsnar_dask.core.subtypes import (
+    SCAR_MIX_DISTANCE,
+    choose_method,
+)
 from pulsnar_dask.datasets.realdata import FRACTIONS, REAL_SETS, scar_pu_data
 
 SUBTYPE_SETS = ("segment", "digits", "gas", "shuttle", "avila")
@@ -71,72 +76,82 @@ def build(family: str, fraction: float, seed: int):
     return real.pu_data(DATA, fraction, seed), [f"x{i}" for i in real.categorical] or None
 
 
-def fit_runs(families: list[str], seeds: list[int]) -> list[dict]:
+def fit_runs(families: list[str], seeds: list[int], record: Path) -> list[dict]:
+    """Fit every run, each appended to ``record`` as a JSON line as it ends."""
     seen: dict = {}
-    choose = stages.choose_method
 
     def spy(alphas, sizes, *args, **kwargs):  # what the rule saw, recorded
         seen.update(alphas=[float(a) for a in alphas], sizes=[int(n) for n in sizes])
-        return choose(alphas, sizes, *args, **kwargs)
+        return choose_method(alphas, sizes, *args, **kwargs)
 
     stages.choose_method = spy
     runs = []
-    for family in families:
-        for fraction in fractions(family):
-            for seed in seeds:
-                try:
-                    data, categorical = build(family, fraction, seed)
-                except ValueError as exc:  # too few positives to hide that many
-                    print(f"{family} {fraction} seed {seed}: skipped ({exc})", flush=True)
-                    continue
-                labels = data.label.astype(int)
-                seen.clear()
-                start = time.perf_counter()
-                est = PULSNAR(random_state=seed, n_jobs=2, categorical_features=categorical)
-                est.fit(data.X, labels)
-                readings = est.alpha_interval_.readings
-                runs.append(
-                    {
-                        "set": family,
-                        "frac": fraction,
-                        "seed": seed,
-                        "true": float(np.mean(data.true_label[labels == 0] > 0)),
-                        "pulsnar": readings.get("pulsnar kernel", (None,))[0],
-                        "pulscar": readings.get("pulscar kernel", (None,))[0],
-                        "alpha": float(est.alpha_),
-                        "cl_alphas": seen.get("alphas"),
-                        "cl_sizes": seen.get("sizes"),
-                        "U": int(np.sum(labels == 0)),
-                        "sec": round(time.perf_counter() - start, 1),
-                    }
-                )
-                print(json.dumps(runs[-1]), flush=True)
+    try:
+        with record.open("w") as out:
+            for family in families:
+                for fraction in fractions(family):
+                    for seed in seeds:
+                        runs.append(fit_one(family, fraction, seed, seen))
+                        out.write(json.dumps(runs[-1]) + "\n")
+                        out.flush()
+                        print(json.dumps(runs[-1]), flush=True)
+    finally:
+        stages.choose_method = choose_method
     return runs
 
 
-def decide(run: dict) -> dict:
-    """Both rules on one run's recorded inputs: ``fixed`` (distance at least
-    SCAR_MIX_DISTANCE) and ``noise`` (also past the sampling noise of the larger
-    reading's hidden count, as ``choose_method`` does)."""
-    alphas, sizes = run["cl_alphas"], run["cl_sizes"]
-    if not alphas or len(alphas) < 2:  # one cluster: PULSCAR (its alpha) under either rule
-        return {"distance": 0.0, "noise": None, "fixed": run["alpha"], "test": run["alpha"]}
-    distance = subtype_mix_distance(np.array(alphas), np.array(sizes))
-    n_hidden = max(run["pulscar"], run["pulsnar"]) * run["U"]
-    noise = scar_mix_noise(np.array(sizes), n_hidden)
-    fixed = distance >= SCAR_MIX_DISTANCE
-    test = fixed and distance > noise
+def fit_one(family: str, fraction: float, seed: int, seen: dict) -> dict:
+    """One fit's record (``error``: the run could not be built)."""
+    try:
+        data, categorical = build(family, fraction, seed)
+    except ValueError as exc:  # too few positives to hide that many
+        return {"set": family, "frac": fraction, "seed": seed, "error": str(exc)}
+    labels = data.label.astype(int)
+    seen.clear()
+    start = time.perf_counter()
+    est = PULSNAR(random_state=seed, n_jobs=2, categorical_features=categorical)
+    est.fit(data.X, labels)
+    readings = est.alpha_interval_.readings
     return {
-        "distance": distance,
-        "noise": noise,
-        "fixed": run["pulsnar"] if fixed else run["pulscar"],
-        "test": run["pulsnar"] if test else run["pulscar"],
+        "set": family,
+        "frac": fraction,
+        "seed": seed,
+        "true": float(np.mean(data.true_label[labels == 0] > 0)),
+        "pulsnar": readings.get("pulsnar kernel", (None,))[0],
+        "pulscar": readings.get("pulscar kernel", (None,))[0],
+        "alpha": float(est.alpha_),
+        "cl_alphas": seen.get("alphas"),
+        "cl_sizes": seen.get("sizes"),
+        "U": int(np.sum(labels == 0)),
+        "sec": round(time.perf_counter() - start, 1),
+    }
+
+
+def decide(run: dict) -> dict:
+    """Both rules on one run's recorded inputs, through ``choose_method``: ``fixed``
+    (the distance against SCAR_MIX_DISTANCE alone) and ``test`` (also against the
+    sampling noise of the larger reading's hidden count, as the pipeline asks); each
+    call (``*_call``) and the alpha it reports."""
+    alphas, sizes = np.array(run["cl_alphas"] or [0.0]), np.array(run["cl_sizes"] or [1])
+    n_hidden = None
+    if alphas.size > 1:  # PULSCAR ran beside the clusters
+        n_hidden = max(run["pulscar"], run["pulsnar"]) * run["U"]
+    fixed, _ = choose_method(alphas, sizes)
+    test, evidence = choose_method(alphas, sizes, n_hidden=n_hidden)
+    return {
+        "distance": evidence["subtype_mix_distance"],
+        "noise": evidence["sampling_noise"],
+        "fixed_call": fixed,
+        "test_call": test,
+        "fixed": run[fixed],
+        "test": run[test],
     }
 
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:
     error = {c: (runs[c] - runs["true"]).abs() for c in ("fixed", "test", "pulscar", "pulsnar")}
-    frame = runs.assign(**{f"e_{c}": e for c, e in error.items()}, moved=runs.fixed != runs.test)
+    moved = runs.fixed_call != runs.test_call
+    frame = runs.assign(**{f"e_{c}": e for c, e in error.items()}, moved=moved)
     return frame.groupby("set", sort=False).agg(
         runs=("frac", "size"),
         fixed=("e_fixed", "mean"),
@@ -152,17 +167,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--families", nargs="+", default=list(FAMILIES))
     parser.add_argument("--runs", type=Path, help="recorded runs (JSON lines) instead of fits")
+    parser.add_argument("--name", default="method_choice", help="results files' name")
     args = parser.parse_args()
     if args.runs:
         lines = args.runs.read_text().splitlines()
         recorded = [json.loads(line) for line in lines if line.startswith("{")]
     else:
-        recorded = fit_runs(args.families, args.seeds)
+        recorded = fit_runs(args.families, args.seeds, RESULTS / f"{args.name}_runs.jsonl")
     runs = pd.DataFrame([{**r, **decide(r)} for r in recorded if "error" not in r])
     keep = ["set", "frac", "seed", "true", "pulsnar", "pulscar", "distance", "noise"]
-    runs[[*keep, "fixed", "test", "cl_alphas", "cl_sizes", "U"]].to_csv(
-        RESULTS / "method_choice.csv", index=False
-    )
+    keep += ["fixed_call", "test_call", "fixed", "test"]
+    runs[keep].to_csv(RESULTS / f"{args.name}.csv", index=False)
     summary = table(runs)
     lines = [
         "# method=auto: the fixed threshold alone against the test against sampling noise",
@@ -172,8 +187,8 @@ def main() -> None:
         "family the per-run MAE of alpha when auto keeps PULSNAR at a subtype-mix distance "
         f"of at least {SCAR_MIX_DISTANCE} (`fixed`), and when that distance must also exceed "
         "what sampling the larger reading's hidden positives gives under SCAR (`noise_test`, "
-        "the default); PULSCAR and PULSNAR alone beside them (-: no run had two clusters); "
-        "`moved`: runs whose call differs.",
+        "the default); PULSCAR and PULSNAR alone beside them (PULSNAR over the runs with two "
+        "or more clusters; -: none had); `moved`: runs whose call differs.",
         "",
         "| family | runs | fixed | noise_test | PULSCAR | PULSNAR | moved |",
         "|---|---|---|---|---|---|---|",
@@ -182,7 +197,7 @@ def main() -> None:
         cells = [f"{v:.4f}" if v == v else "-" for v in row[["fixed", "noise_test"]]]
         cells += [f"{v:.4f}" if v == v else "-" for v in row[["pulscar", "pulsnar"]]]
         lines.append(f"| {name} | {int(row.runs)} | {' | '.join(cells)} | {int(row.moved)} |")
-    (RESULTS / "method_choice.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -537,6 +537,7 @@ def test_true_labels_are_whole_numbers_from_zero_and_never_text():
         (np.array([0.5, 1.0]), "0.5 (1 row)"),
         (np.array([-1, 1]), "-1 (1 row)"),
         (np.array([np.nan, 1.0]), "missing (1 row)"),  # numeric columns take a fast path
+        (np.array([1e19, 1.0]), "1e+19 (1 row)"),  # would wrap to a negative int64
     ):
         with pytest.raises(PUError, match=re.escape(f"in every row; found {shown}")):
             check_true_labels(values, "t")
@@ -891,6 +892,8 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     )
     report = (out / "report.html").read_text()
     assert f"auto chose <strong>{summary['method'].upper()}</strong>" in report
+    assert noise is not None  # several clusters: PULSCAR ran beside them
+    assert f"or within {noise:.3f}, sampling alone under SCAR" in report
     # the overlap check reads PULSCAR's subproblem, scored beside the clusters
     assert summary["negative_auc"] > 0.8 and summary["alpha_may_be_high"] is False
     assert f"{summary['negative_auc']:.3f} (alpha may be far too high below 0.8;" in report

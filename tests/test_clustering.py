@@ -271,6 +271,11 @@ def test_a_cluster_is_cut_in_two_only_where_two_components_fit_it_better():
     sampled = cluster_halves(one_by_one, Z, labels, "full", min_size=50, seed=0, max_rows=200)[0]
     assert (sampled == cut).all() or (sampled == ~cut).all()
 
+    def first_fails(fn, calls):  # a fit that fails (its reason) leaves its cluster whole
+        return ["no fit", *one_by_one(fn, calls[1:])]
+
+    assert cluster_halves(first_fails, Z, labels, "full", min_size=50, seed=0) == [None, None]
+
 
 def test_halves_differ_where_their_scores_part_by_more_than_the_margin():
     from pulsnar_dask.core.subtypes import halves_differ

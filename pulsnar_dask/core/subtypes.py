@@ -413,7 +413,7 @@ def cluster_halves(
     for c in cuttable:
         fitted = seeded_rows(members[c], max_rows, seed)
         calls += [(fitted, k, covariance_type, state) for k in (1, 2)]
-    fits = map_fits(_fit_or_reason, calls)
+    fits = map_fits(_fit_or_reason, calls) if calls else []
     out: list[np.ndarray | None] = [None] * len(members)
     for c, one, two in zip(cuttable, fits[::2], fits[1::2], strict=True):
         failed = next((f for f in (one, two) if isinstance(f, str)), None)
@@ -493,8 +493,8 @@ def scar_mix_noise(cluster_sizes: np.ndarray, n_hidden: float, quantile: float =
     labeled positives, so the hidden counts are a multinomial draw of ``n_hidden`` over
     those shares. Returned is the ``quantile`` of the distance
     (:func:`subtype_mix_distance`, the same clusters left out) between such draws and
-    the labeled shares: with a few dozen hidden positives over ten clusters it is 0.3 or
-    more. The clusters' readings are noisier still (each is read by its own
+    the labeled shares: with a few dozen hidden positives over ten equal clusters it is
+    about 0.25-0.35. The clusters' readings are noisier still (each is read by its own
     classifier), so this is the least a distance must exceed to say SNAR.
 
     Parameters
@@ -509,7 +509,14 @@ def scar_mix_noise(cluster_sizes: np.ndarray, n_hidden: float, quantile: float =
     -------
     float
         In [0, 1]; 0 with fewer than two clusters counted, 1 with no hidden positive.
+
+    Raises
+    ------
+    ValueError
+        If ``n_hidden`` is not finite.
     """
+    if not np.isfinite(n_hidden):
+        raise ValueError(f"n_hidden must be finite, got {n_hidden}")
     sizes = np.asarray(cluster_sizes, dtype=float)
     sizes = sizes[sizes >= MIX_MIN_SHARE * sizes.sum()]
     if sizes.size < 2:
@@ -556,7 +563,7 @@ def choose_method(
         Hidden positives for the sampling noise: the larger of PULSCAR's and PULSNAR's
         alpha times the unlabeled rows (under SNAR PULSCAR reads low, and fewer hidden
         positives would make the noise, and so the case for PULSCAR, larger than it is);
-        ``None``: no test against sampling noise.
+        ``None`` (or not finite): no test against sampling noise.
 
     Returns
     -------
@@ -569,7 +576,7 @@ def choose_method(
     distance = subtype_mix_distance(cluster_alphas, cluster_sizes)
     n_clusters = int(np.size(cluster_sizes))
     noise = None
-    if n_clusters > 1 and n_hidden is not None:
+    if n_clusters > 1 and n_hidden is not None and np.isfinite(n_hidden):
         noise = scar_mix_noise(cluster_sizes, n_hidden)
     unseen = (
         n_clusters == 1
@@ -591,11 +598,14 @@ def choose_method(
             "the clusters hide positives in proportion to their labeled ones (SCAR)",
         )
     elif noise is not None and distance <= noise:
+        hidden = round(n_hidden)
         method, reason = (
             "pulscar",
             f"the clusters' shares of the hidden positives differ from their labeled ones' "
-            f"no more than sampling {round(n_hidden):,} hidden positives does under SCAR "
-            "(no evidence of SNAR)",
+            f"no more than sampling {hidden:,} hidden positives does under SCAR (no "
+            "evidence of SNAR)"
+            if hidden
+            else "no hidden positive is read, so no subtype mix to tell from the labeled one",
         )
     else:
         method, reason = (

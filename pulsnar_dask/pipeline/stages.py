@@ -263,8 +263,9 @@ def check_true_labels(values: np.ndarray, name: str) -> np.ndarray:
         series = pd.Series(values, dtype=object)
         numeric = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
         text = series.map(lambda v: isinstance(v, str)).to_numpy(dtype=bool)
-    with np.errstate(invalid="ignore"):  # NaN (missing) fails both tests below
-        bad = text | ~((numeric >= 0) & (numeric % 1 == 0))
+    with np.errstate(invalid="ignore"):  # NaN (missing) fails every test below
+        # past 2**53 floats skip whole numbers (and past 2**63 int64 wraps negative)
+        bad = text | ~((numeric >= 0) & (numeric % 1 == 0) & (numeric <= 2**53))
     if bad.any():
         counts = pd.Series(values, dtype=object)[bad].value_counts(dropna=False)
         raise PUError(
@@ -575,6 +576,7 @@ def run_pipeline(
 
     evidence = clustering = None
     alternative: list[SubproblemResult] = []  # the other assumption's subproblems (auto)
+    read: dict[int, tuple] = {}  # subproblems whose alpha auto read already, by id
     pulscar_first: SubproblemResult | None = None  # PULSCAR beside PULSNAR (auto)
     if method == "pulscar":
         stage(f"scoring: {iterations} cross-validated XGBoost run(s)")
@@ -627,7 +629,8 @@ def run_pipeline(
             # (under SNAR PULSCAR reads low, and a smaller count makes more noise)
             n_hidden = None
             if compare:
-                larger = max(pulscar_first.alpha, subproblems_alpha(first, config.claim_overlap)[0])
+                read[id(first)] = subproblems_alpha(first, config.claim_overlap)
+                larger = max(pulscar_first.alpha, read[id(first)][0])
                 n_hidden = larger * int(np.sum(pulscar_first.labels == 0))
             method, evidence = choose_method(
                 [r.alpha for r in first],
@@ -678,7 +681,9 @@ def run_pipeline(
             negative_auc,
             OVERLAP_AUC,
         )
-    readings = [subproblems_alpha(it, config.claim_overlap) for it in per_iteration]
+    readings = [
+        read.get(id(it)) or subproblems_alpha(it, config.claim_overlap) for it in per_iteration
+    ]
     alphas = [a for a, _ in readings]
     cluster_groups = None
     if method == "pulsnar" and n_clusters > 1:
