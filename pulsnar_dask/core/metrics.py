@@ -19,12 +19,21 @@ def _confusion(y: np.ndarray, predicted: np.ndarray) -> tuple[int, int, int, int
     return tp, fp, fn, tn
 
 
+def _wins(small: np.ndarray, large: np.ndarray) -> float:
+    """Share of the (small, large) pairs where the ``small`` score is higher, level pairs
+    counted half: ``large`` sorted and ``small`` searched in it, no ranking of all rows."""
+    ordered = np.sort(large)
+    below = np.searchsorted(ordered, small, side="left")
+    level = np.searchsorted(ordered, small, side="right") - below
+    return (float(np.sum(below)) + 0.5 * float(np.sum(level))) / (small.size * large.size)
+
+
 def roc_auc(y_true: np.ndarray, scores: np.ndarray) -> float:
     """Return the area under the ROC curve (Mann-Whitney, ties counted half).
 
-    The larger class is sorted and the smaller one counted against it by binary search:
-    no ranking of all rows (several times faster than ranks at a million rows, where it
-    is read for every subproblem).
+    The larger class is sorted and the smaller one counted against it by binary search
+    (several times faster than ranks at a million rows, where it is read for every
+    subproblem); the negatives' wins over the positives are ``1 - AUC``.
 
     Returns
     -------
@@ -36,19 +45,9 @@ def roc_auc(y_true: np.ndarray, scores: np.ndarray) -> float:
     n_pos, n_neg = int(y.sum()), int(y.size - y.sum())
     if n_pos == 0 or n_neg == 0 or np.isnan(s).any():
         return float("nan")
-    positives, negatives = s[y], s[~y]
-    # pairs a positive wins (scores above a negative) plus half the level ones
-    if n_pos <= n_neg:  # per positive: negatives below it, and those level with it
-        ordered = np.sort(negatives)
-        below = np.searchsorted(ordered, positives, side="left")
-        level = np.searchsorted(ordered, positives, side="right") - below
-        wins = float(np.sum(below)) + 0.5 * float(np.sum(level))
-    else:  # per negative: positives above it, and those level with it
-        ordered = np.sort(positives)
-        below = np.searchsorted(ordered, negatives, side="left")
-        level = np.searchsorted(ordered, negatives, side="right") - below
-        wins = float(np.sum(n_pos - below - level)) + 0.5 * float(np.sum(level))
-    return wins / (n_pos * n_neg)
+    if n_pos <= n_neg:
+        return _wins(s[y], s[~y])
+    return 1.0 - _wins(s[~y], s[y])
 
 
 def implied_negative_auc(pu_auc: float, alpha: float) -> float:

@@ -458,6 +458,12 @@ SCAR_MIX_DISTANCE = 0.1
 MIX_MIN_SHARE = 0.02
 
 
+def _weighed(sizes: np.ndarray) -> np.ndarray:
+    """The clusters the subtype mix weighs (mask): those holding at least
+    ``MIX_MIN_SHARE`` of the positives."""
+    return sizes >= MIX_MIN_SHARE * sizes.sum()
+
+
 def subtype_mix_distance(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) -> float:
     """How far the hidden positives' subtype mix is from the labeled positives'.
 
@@ -475,7 +481,7 @@ def subtype_mix_distance(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) 
     """
     alphas = np.clip(np.asarray(cluster_alphas, dtype=float), 0.0, None)
     sizes = np.asarray(cluster_sizes, dtype=float)
-    keep = sizes >= MIX_MIN_SHARE * sizes.sum()
+    keep = _weighed(sizes)
     alphas, sizes = alphas[keep], sizes[keep]
     if alphas.size < 2 or alphas.sum() <= 0:
         return 0.0
@@ -518,7 +524,7 @@ def scar_mix_noise(cluster_sizes: np.ndarray, n_hidden: float, quantile: float =
     if not np.isfinite(n_hidden):
         raise ValueError(f"n_hidden must be finite, got {n_hidden}")
     sizes = np.asarray(cluster_sizes, dtype=float)
-    sizes = sizes[sizes >= MIX_MIN_SHARE * sizes.sum()]
+    sizes = sizes[_weighed(sizes)]
     if sizes.size < 2:
         return 0.0
     n = round(max(float(n_hidden), 0.0))
