@@ -3,7 +3,12 @@ import pytest
 from conftest import beta_mixture
 
 from pulsnar_dask import estimate_alpha
-from pulsnar_dask.core.alpha import CANDIDATES, alpha_from_objective, alpha_objective
+from pulsnar_dask.core.alpha import (
+    CANDIDATES,
+    alpha_from_objective,
+    alpha_objective,
+    region_mask,
+)
 
 
 def _agreement(sizes, seed):
@@ -58,6 +63,23 @@ def test_upper_and_all_regions_differ_when_the_ratio_dips_low():
     whole = alpha_from_objective(alpha_objective(f_p, f_u, grid, "all"))
     assert upper == pytest.approx(1.0 - 1e-4, abs=1e-3) or upper > 0.9
     assert whole == pytest.approx(0.1, abs=2e-4)
+
+
+def test_positives_region_skips_the_ratio_below_the_positives_median():
+    grid = np.linspace(0, 1, 6)  # 0, 0.2, ..., 1
+    positives = np.array([0.65, 0.9, 0.95, 0.97, 0.99])  # median 0.95
+    np.testing.assert_array_equal(region_mask(grid, "positives", positives), [False] * 5 + [True])
+    np.testing.assert_array_equal(region_mask(grid, "upper"), grid > 0.5)
+    # a thin density ratio of 0.02 at z = 0.6 (few positives and fewer hidden ones score
+    # there); where the positives' upper half lies, at z = 1, it is 0.3
+    f_p = np.array([0.0, 0.0, 0.0, 0.05, 0.05, 0.9])
+    f_u = np.array([0.5, 0.2, 0.0, 0.001, 0.029, 0.27])
+    upper = alpha_from_objective(alpha_objective(f_p, f_u, grid, "upper"))
+    at_top = alpha_from_objective(alpha_objective(f_p, f_u, grid, "positives", positives))
+    assert upper == pytest.approx(0.02, abs=2e-4)
+    assert at_top == pytest.approx(0.3, abs=2e-4)
+    with pytest.raises(ValueError, match="needs the positives"):
+        region_mask(grid, "positives")
 
 
 def test_result_keeps_what_plots_need():

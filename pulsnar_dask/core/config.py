@@ -17,7 +17,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any
 
 BIN_METHODS = ("square_root", "sturges", "rice", "scott", "fd")
-ALPHA_REGIONS = ("upper", "all")
+ALPHA_REGIONS = ("upper", "all", "positives")
 ALPHA_ESTIMATORS = ("kernel", "tail", "bbe")
 BANDWIDTH_SEARCHES = ("local", "global")
 BANDWIDTH_ERRORS = ("mse", "js")
@@ -142,7 +142,8 @@ class PUConfig:
     alpha_region: str = option(
         "upper",
         "Grid points the alpha objective's minimum is taken over: z > 0.5 (the "
-        "reference's) or all.",
+        "reference's), all, or z > 0.5 at or above the labeled positives' median "
+        "probability (measured on every family, not the default: decision record, item 38).",
         type="str",
         choices=ALPHA_REGIONS,
         flag="--alpha-region",
