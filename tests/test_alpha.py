@@ -65,11 +65,26 @@ def test_upper_and_all_regions_differ_when_the_ratio_dips_low():
     assert whole == pytest.approx(0.1, abs=2e-4)
 
 
+def test_positives_region_starts_at_the_positives_median_above_one_half():
+    grid = np.linspace(0, 1, 11)
+    # median 0.7 (a grid point, kept), mean 0.53: the region starts at the median
+    positives = np.array([0.05, 0.1, 0.7, 0.8, 0.99])
+    np.testing.assert_array_equal(
+        region_mask(grid, "positives", positives), grid >= grid[7] - 1e-12
+    )
+    # a median below 0.5: the reference's floor
+    np.testing.assert_array_equal(region_mask(grid, "positives", [0.1, 0.2, 0.3, 0.9]), grid > 0.5)
+    # the tail reader's median (inverted_cdf): of 0.6 and 0.9, 0.6, not 0.75
+    np.testing.assert_array_equal(region_mask(grid, "positives", [0.6, 0.9]), grid > 0.55)
+    np.testing.assert_array_equal(region_mask(grid, "positives", np.ones(3)), grid == 1)
+    np.testing.assert_array_equal(region_mask(grid, "upper"), grid > 0.5)
+    with pytest.raises(ValueError, match="needs the positives"):
+        region_mask(grid, "positives")
+
+
 def test_positives_region_skips_the_ratio_below_the_positives_median():
     grid = np.linspace(0, 1, 6)  # 0, 0.2, ..., 1
     positives = np.array([0.65, 0.9, 0.95, 0.97, 0.99])  # median 0.95
-    np.testing.assert_array_equal(region_mask(grid, "positives", positives), [False] * 5 + [True])
-    np.testing.assert_array_equal(region_mask(grid, "upper"), grid > 0.5)
     # a thin density ratio of 0.02 at z = 0.6 (few positives and fewer hidden ones score
     # there); where the positives' upper half lies, at z = 1, it is 0.3
     f_p = np.array([0.0, 0.0, 0.0, 0.05, 0.05, 0.9])
@@ -78,8 +93,21 @@ def test_positives_region_skips_the_ratio_below_the_positives_median():
     at_top = alpha_from_objective(alpha_objective(f_p, f_u, grid, "positives", positives))
     assert upper == pytest.approx(0.02, abs=2e-4)
     assert at_top == pytest.approx(0.3, abs=2e-4)
-    with pytest.raises(ValueError, match="needs the positives"):
-        region_mask(grid, "positives")
+
+
+def test_estimate_alpha_takes_the_region_from_the_positives_probabilities():
+    rng = np.random.default_rng(3)
+    # positives' median about 0.92, all rows' about 0.2: the regions differ
+    p = np.r_[rng.beta(9, 1, 400), rng.beta(9, 1, 400), rng.beta(1, 6, 3600)]
+    y = np.r_[np.ones(400), np.zeros(4000)].astype(int)
+    r = estimate_alpha(p, y, region="positives")
+    assert r.region == "positives"
+    expected = alpha_objective(
+        r.density_positive, r.density_unlabeled, r.grid, "positives", p[y == 1]
+    )
+    np.testing.assert_array_equal(r.objective, expected)
+    pooled = alpha_objective(r.density_positive, r.density_unlabeled, r.grid, "positives", p)
+    assert not np.array_equal(r.objective, pooled)
 
 
 def test_result_keeps_what_plots_need():

@@ -104,11 +104,12 @@ def region_mask(grid: np.ndarray, region: str, positives: np.ndarray | None = No
     region : {"positives", "upper", "all"}
         ``upper``: the points above 0.5 (the reference's); ``all``: every point;
         ``positives``: the points above 0.5 at or above the labeled positives' median
-        probability (the last point, 1, always is). There each density is estimated from at
-        least half the positives; below it, where few positives and fewer hidden ones
-        score, the ratio of two thin densities is noise and its minimum is biased low
-        (a cluster whose hidden positives are 41 rows read 0.006 for about 0.044:
-        benchmarks/results/README.md, item 38).
+        probability (the ``inverted_cdf`` median, the tail reader's lowest threshold; the
+        last point, 1, always is). The positives' density there rests on at least half
+        of them; below it, where few positives and fewer hidden ones score, the ratio of
+        two thin densities is noise and its minimum is biased low (a cluster whose
+        subtype hides 41 rows read 0.006 for about 0.044: benchmarks/results/README.md,
+        item 38).
     positives : ndarray or None
         The labeled positives' probabilities (``positives`` only).
 
@@ -121,9 +122,10 @@ def region_mask(grid: np.ndarray, region: str, positives: np.ndarray | None = No
     if region == "upper":
         return grid > 0.5
     if region == "positives":
-        if positives is None or positives.size == 0:
+        positives = np.asarray(positives if positives is not None else [], dtype=float)
+        if positives.size == 0:
             raise ValueError("the positives region needs the positives' probabilities")
-        return (grid > 0.5) & (grid >= np.median(positives))
+        return (grid > 0.5) & (grid >= np.quantile(positives, 0.5, method="inverted_cdf"))
     raise ValueError(f"unknown alpha region {region!r}; choose one of {', '.join(ALPHA_REGIONS)}")
 
 
@@ -385,6 +387,10 @@ def estimate_alpha(
         raise ValueError(
             f"unknown bin method {bin_method!r}; choose one of {', '.join(BIN_METHODS)}"
         )
+    if region not in ALPHA_REGIONS:
+        raise ValueError(
+            f"unknown alpha region {region!r}; choose one of {', '.join(ALPHA_REGIONS)}"
+        )
     p, y = _check_inputs(probabilities, labels)
     k = bin_count(p, bin_method)
     grid = np.linspace(0.0, 1.0, k)
@@ -409,7 +415,8 @@ def estimate_alpha(
     )
     f_p = beta_kernel_density(sample_p, grid, bandwidth, kernel_normalization)
     f_u = beta_kernel_density(sample_u, grid, bandwidth, kernel_normalization)
-    objective = alpha_objective(f_p, f_u, grid, region, p[y == 1])
+    positives = p[y == 1] if region == "positives" else None
+    objective = alpha_objective(f_p, f_u, grid, region, positives)
     thresholds = ratios = np.empty(0)
     if estimator == "kernel":
         alpha = alpha_from_objective(objective)
