@@ -399,12 +399,12 @@ def real_data_acceptance(runs: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
         "| data set | runs | per-run MAE | bias | chose PULSNAR | target |",
         "|---|---|---|---|---|---|",
     ]
-    snar = []
+    snar: dict[str, float] = {}
     for name, g in auto.groupby("benchmark", sort=False):
         err = g.alpha - g.actual_alpha
         mae = float(err.abs().mean())
         if name.startswith("SNAR"):
-            snar.append(mae)
+            snar[name] = mae
             target = f"0.03 ({'met' if mae <= 0.03 else 'MISSED'})"
         elif name == "SCAR_grid":
             published = paper_mae(paper, name, "PULSCAR")
@@ -416,11 +416,17 @@ def real_data_acceptance(runs: pd.DataFrame, paper: pd.DataFrame) -> list[str]:
             f"{int((g.method == 'pulsnar').sum())} of {len(g)} | {target} |"
         )
     if snar:
-        mean = float(np.mean(snar))
+        mean = float(np.mean(list(snar.values())))
+        missing = [n for n in REAL_SETS if n.startswith("SNAR") and n not in snar]
+        verdict = (
+            f"target 0.02: {'met' if mean <= 0.02 else 'MISSED'}"
+            if not missing
+            else f"not run: {', '.join(missing)}, so no verdict on the 0.02 target"
+        )
         lines += [
             "",
-            f"SNAR real sets, mean of the per-set MAEs: **{mean:.4f}** (target 0.02: "
-            f"{'met' if mean <= 0.02 else 'MISSED'}).",
+            f"SNAR real sets ({', '.join(snar)}), mean of the per-set MAEs: **{mean:.4f}** "
+            f"({verdict}).",
         ]
     return lines
 
