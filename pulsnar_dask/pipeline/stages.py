@@ -576,7 +576,8 @@ def run_pipeline(
 
     evidence = clustering = None
     alternative: list[SubproblemResult] = []  # the other assumption's subproblems (auto)
-    read: dict[int, tuple] = {}  # subproblems whose alpha auto read already, by id
+    # auto's reading of PULSNAR's first iteration: (its subproblems, their alpha and groups)
+    first_read: tuple[list[SubproblemResult], tuple] | None = None
     pulscar_first: SubproblemResult | None = None  # PULSCAR beside PULSNAR (auto)
     if method == "pulscar":
         stage(f"scoring: {iterations} cross-validated XGBoost run(s)")
@@ -629,8 +630,8 @@ def run_pipeline(
             # (under SNAR PULSCAR reads low, and a smaller count makes more noise)
             n_hidden = None
             if compare:
-                read[id(first)] = subproblems_alpha(first, config.claim_overlap)
-                larger = max(pulscar_first.alpha, read[id(first)][0])
+                first_read = (first, subproblems_alpha(first, config.claim_overlap))
+                larger = max(pulscar_first.alpha, first_read[1][0])
                 n_hidden = larger * int(np.sum(pulscar_first.labels == 0))
             method, evidence = choose_method(
                 [r.alpha for r in first],
@@ -682,7 +683,10 @@ def run_pipeline(
             OVERLAP_AUC,
         )
     readings = [
-        read.get(id(it)) or subproblems_alpha(it, config.claim_overlap) for it in per_iteration
+        first_read[1]
+        if first_read is not None and it is first_read[0]
+        else subproblems_alpha(it, config.claim_overlap)
+        for it in per_iteration
     ]
     alphas = [a for a, _ in readings]
     cluster_groups = None
