@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import DATA, RESULTS
+from common import DATA, RESULTS, half_width
 
 from pulsnar_dask import make_pu_data
 from pulsnar_dask.cli import main
@@ -120,8 +120,7 @@ def one_run(name: str, fraction: float, seed: int, scheduler: str, tmp: Path) ->
 
 
 def paired(diff: pd.Series) -> str:
-    half = 1.96 * diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else float("nan")
-    return f"{diff.mean():+.4f} +- {half:.4f}"
+    return f"{diff.mean():+.4f} +- {half_width(diff):.4f}"
 
 
 def markdown(runs: pd.DataFrame) -> str:

@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import psutil
 
 from pulsnar_dask import make_pu_data
@@ -22,6 +24,13 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DATA = ROOT.parent / "shared" / "data"  # the real data sets (its README)
 CLI = [sys.executable, "-m", "pulsnar_dask"]
+
+
+def half_width(values) -> float:
+    """Half the width of the normal 95% interval of the mean of ``values``: 1.96
+    standard errors (NaN for fewer than two values)."""
+    values = pd.Series(values, dtype=float)
+    return float(1.96 * values.std(ddof=1) / np.sqrt(len(values)))
 
 
 def synthetic_parquet(

@@ -25,7 +25,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-from common import RESULTS, ROOT
+from common import RESULTS, ROOT, half_width
 from compare_method_choice import FAMILIES, build, fractions
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
@@ -134,7 +134,7 @@ def paired(runs: pd.DataFrame) -> pd.DataFrame:
             "upper": wide["upper"].groupby(level="family", sort=False).mean(),
             "positives": wide["positives"].groupby(level="family", sort=False).mean(),
             "difference": by.mean(),
-            "half_width": 1.96 * by.std() / np.sqrt(by.size()),
+            "half_width": by.agg(half_width),
             "better": by.apply(lambda d: int(np.sum(d < -1e-4))),
             "worse": by.apply(lambda d: int(np.sum(d > 1e-4))),
         }

@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
-from common import DATA, RESULTS
+from common import DATA, RESULTS, half_width
 from sklearn.metrics import average_precision_score, matthews_corrcoef
 
 from pulsnar_dask import PULSNAR, make_pu_data
@@ -101,9 +101,6 @@ def write(runs: pd.DataFrame) -> None:
     runs = runs.assign(
         d_ap=runs.ap_claimed - runs.ap_ranked, d_mcc=runs.mcc_claimed - runs.mcc_ranked
     )
-
-    def half_width(x: pd.Series) -> float:
-        return 1.96 * x.std(ddof=1) / np.sqrt(len(x))
 
     table = runs.groupby("family").agg(
         runs=("d_ap", "size"),

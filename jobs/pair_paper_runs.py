@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from common import half_width
 
 KEYS = ["benchmark", "algorithm", "setting", "seed"]
 MOVED = 5e-5
@@ -54,7 +55,7 @@ def pair(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFrame, int]:
                 "before": error["before"].mean(),
                 "after": error["after"].mean(),
                 "difference": diff.mean(),
-                "half_width": 1.96 * diff.std() / np.sqrt(len(g)) if len(g) > 1 else np.nan,
+                "half_width": half_width(diff),
                 "moved": int(((g.alpha_after - g.alpha_before).abs() > MOVED).sum()),
                 "pulscar_before": int((g.method_before == "pulscar").sum()),
                 "pulscar_after": int((g.method_after == "pulscar").sum()),
