@@ -116,7 +116,7 @@ def fit_one(family: str, fraction: float, seed: int, seen: dict) -> dict:
         "set": family,
         "frac": fraction,
         "seed": seed,
-        "true": float(np.mean(data.true_label[labels == 0] > 0)),
+        "true": data.true_alpha,
         "pulsnar": readings.get("pulsnar kernel", (None,))[0],
         "pulscar": readings.get("pulscar kernel", (None,))[0],
         "alpha": float(est.alpha_),
