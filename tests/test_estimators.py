@@ -128,7 +128,7 @@ def test_a_retrain_without_unlabeled_rows_left_is_refused_in_one_line():
 
 def test_bad_options():
     d = make_pu_data("scar", 50, 200, 3, 0.2, random_state=0)
-    with pytest.raises(ValueError, match="invalid bin_method"):
+    with pytest.raises(ValueError, match="unknown bin_method 'x'; choose one of square_root"):
         PULSCAR(bin_method="x").fit(d.X, d.label)
     with pytest.raises(ValueError, match="n_folds must be at least 2"):
         PULSCAR(n_folds=1).fit(d.X, d.label)

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pulsnar_dask.core.binning import BIN_METHODS, bin_count
+from pulsnar_dask.core.binning import bin_count
+from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import ALPHA_ESTIMATORS, ALPHA_REGIONS, DEFAULT_TAIL_FRACTION
 from pulsnar_dask.core.density import (
     BANDWIDTH_BOUNDS,
@@ -117,16 +118,15 @@ def region_mask(grid: np.ndarray, region: str, positives: np.ndarray | None = No
     -------
     ndarray of bool of shape (k,)
     """
+    check_choice("alpha region", region, ALPHA_REGIONS)
     if region == "all":
         return np.ones_like(grid, dtype=bool)
     if region == "upper":
         return grid > 0.5
-    if region == "positives":
-        positives = np.asarray(positives if positives is not None else [], dtype=float)
-        if positives.size == 0:
-            raise ValueError("the positives region needs the positives' probabilities")
-        return (grid > 0.5) & (grid >= np.quantile(positives, 0.5, method="inverted_cdf"))
-    raise ValueError(f"unknown alpha region {region!r}; choose one of {', '.join(ALPHA_REGIONS)}")
+    positives = np.asarray(positives if positives is not None else [], dtype=float)
+    if positives.size == 0:
+        raise ValueError("the positives region needs the positives' probabilities")
+    return (grid > 0.5) & (grid >= np.quantile(positives, 0.5, method="inverted_cdf"))
 
 
 def alpha_objective(
@@ -379,20 +379,10 @@ def estimate_alpha(
     AlphaEstimate
         ``.alpha`` is the estimate; the rest is kept for plots and diagnostics.
     """
-    if estimator not in ALPHA_ESTIMATORS:
-        raise ValueError(
-            f"unknown alpha estimator {estimator!r}; choose one of {', '.join(ALPHA_ESTIMATORS)}"
-        )
-    if bin_method not in BIN_METHODS:
-        raise ValueError(
-            f"unknown bin method {bin_method!r}; choose one of {', '.join(BIN_METHODS)}"
-        )
-    if region not in ALPHA_REGIONS:
-        raise ValueError(
-            f"unknown alpha region {region!r}; choose one of {', '.join(ALPHA_REGIONS)}"
-        )
+    check_choice("alpha estimator", estimator, ALPHA_ESTIMATORS)
+    check_choice("alpha region", region, ALPHA_REGIONS)
     p, y = _check_inputs(probabilities, labels)
-    k = bin_count(p, bin_method)
+    k = bin_count(p, bin_method)  # refuses an unknown bin method
     grid = np.linspace(0.0, 1.0, k)
     if exact:
         sample_p, sample_u, sample_all = (

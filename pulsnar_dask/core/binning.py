@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import BIN_METHODS
 
 MAX_BINS = 512
@@ -50,6 +51,7 @@ def raw_bin_count(probabilities: np.ndarray, method: str = "rice") -> float:
     float
         The number of bins the rule asks for, before rounding and capping.
     """
+    check_choice("bin method", method, BIN_METHODS)
     p = np.asarray(probabilities, dtype=float)
     n = p.size
     if n < 2:
@@ -63,11 +65,9 @@ def raw_bin_count(probabilities: np.ndarray, method: str = "rice") -> float:
     spread = float(p.max() - p.min())
     if method == "scott":
         width = 3.5 * float(np.std(p)) / n ** (1 / 3)
-    elif method == "fd":
+    else:  # fd
         q75, q25 = np.percentile(p, [75, 25])
         width = 2 * float(q75 - q25) / n ** (1 / 3)
-    else:
-        raise ValueError(f"unknown bin method {method!r}; choose one of {', '.join(BIN_METHODS)}")
     return spread / width if width > 0 else float(MAX_BINS)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import CALIBRATION_DATA, CALIBRATION_METHODS
 
 
@@ -117,8 +118,7 @@ def calibrate(
     ndarray of shape (n,)
         Calibrated probabilities in [0, 1] for every row.
     """
-    if data not in CALIBRATION_DATA:
-        raise ValueError(f"unknown calibration data {data!r}; choose one of {CALIBRATION_DATA}")
+    check_choice("calibration data", data, CALIBRATION_DATA)
     y = np.asarray(labels)
     new_labels = relabeled(probabilities, y, alpha, n_bins, random_state)
     return fit_calibration(probabilities, new_labels, y == 0 if data == "U" else None, method)
@@ -208,10 +208,7 @@ def fit_calibration_map(
     -------
     CalibrationMap
     """
-    if method not in CALIBRATION_METHODS:
-        raise ValueError(
-            f"unknown calibration method {method!r}; choose one of {CALIBRATION_METHODS}"
-        )
+    check_choice("calibration method", method, CALIBRATION_METHODS)
     p = np.asarray(probabilities, dtype=float)
     rows = slice(None) if fit_rows is None else fit_rows
     # scikit-learn is imported here, not by the distributed job's client at start-up.

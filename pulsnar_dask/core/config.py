@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any
 
+from pulsnar_dask.core.choices import check_choice
+
 BIN_METHODS = ("square_root", "sturges", "rice", "scott", "fd")
 ALPHA_REGIONS = ("upper", "all", "positives")
 ALPHA_ESTIMATORS = ("kernel", "tail", "bbe")
@@ -336,12 +338,8 @@ class PUConfig:
     def __post_init__(self) -> None:
         """Check every value; raise ValueError naming the setting."""
         for f in fields(self):
-            allowed = f.metadata["choices"]
-            if allowed and getattr(self, f.name) not in allowed:
-                raise ValueError(
-                    f"invalid {f.name} {getattr(self, f.name)!r}; choose one of "
-                    f"{', '.join(allowed)}"
-                )
+            if f.metadata["choices"]:
+                check_choice(f.name, getattr(self, f.name), f.metadata["choices"])
         object.__setattr__(self, "bandwidth_bounds", tuple(self.bandwidth_bounds))
         low, high = self.bandwidth_bounds
         if not 0 < low < high:

@@ -16,6 +16,7 @@ from scipy.optimize import differential_evolution, minimize_scalar
 from scipy.spatial.distance import jensenshannon
 from scipy.special import betaln
 
+from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import (
     BANDWIDTH_BOUNDS,
     BANDWIDTH_ERRORS,
@@ -145,11 +146,7 @@ class BetaKernel:
     _CACHE_LIMIT = 1 << 22
 
     def __init__(self, sample: KernelSample, grid: np.ndarray, normalization: str = "grid"):
-        if normalization not in KERNEL_NORMALIZATIONS:
-            raise ValueError(
-                f"unknown kernel normalization {normalization!r}; choose one of "
-                f"{', '.join(KERNEL_NORMALIZATIONS)}"
-            )
+        check_choice("kernel normalization", normalization, KERNEL_NORMALIZATIONS)
         self.per_point = normalization == "point"
         self.sample = sample
         self.grid = np.asarray(grid, dtype=float)
@@ -213,13 +210,10 @@ def beta_kernel_density(
 
 
 def _density_error(kind: str):
+    check_choice("bandwidth error", kind, BANDWIDTH_ERRORS)
     if kind == "mse":
         return lambda a, b: float(np.mean((a - b) ** 2))
-    if kind == "js":
-        return lambda a, b: float(jensenshannon(a, b))
-    raise ValueError(
-        f"unknown bandwidth error {kind!r}; choose one of {', '.join(BANDWIDTH_ERRORS)}"
-    )
+    return lambda a, b: float(jensenshannon(a, b))
 
 
 def select_bandwidth(
@@ -258,6 +252,7 @@ def select_bandwidth(
     float
         The bandwidth.
     """
+    check_choice("bandwidth search", search, BANDWIDTH_SEARCHES)
     distance = _density_error(error)
     kernel = BetaKernel(sample, grid, normalization)
 
@@ -266,9 +261,5 @@ def select_bandwidth(
 
     if search == "local":
         return float(minimize_scalar(objective, bounds=bounds, method="bounded").x)
-    if search == "global":
-        result = differential_evolution(objective, bounds=[bounds], seed=random_state, tol=1e-6)
-        return float(result.x[0])
-    raise ValueError(
-        f"unknown bandwidth search {search!r}; choose one of {', '.join(BANDWIDTH_SEARCHES)}"
-    )
+    result = differential_evolution(objective, bounds=[bounds], seed=random_state, tol=1e-6)
+    return float(result.x[0])

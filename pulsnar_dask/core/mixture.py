@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import CLUSTER_SELECTIONS
 
 if TYPE_CHECKING:
@@ -104,13 +105,8 @@ def select_n_clusters(bic: np.ndarray, method: str = "knee") -> int:
     int
         Number of clusters in ``1..M``.
     """
-    if method == "knee":
-        return knee_point(bic)
-    if method == "min":
-        return int(np.argmin(bic)) + 1
-    raise ValueError(
-        f"unknown cluster selection {method!r}; choose one of {', '.join(CLUSTER_SELECTIONS)}"
-    )
+    check_choice("cluster selection", method, CLUSTER_SELECTIONS)
+    return knee_point(bic) if method == "knee" else int(np.argmin(bic)) + 1
 
 
 def important_features(gain: np.ndarray, max_features: int | None = None) -> np.ndarray:

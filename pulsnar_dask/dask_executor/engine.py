@@ -37,6 +37,7 @@ import pandas as pd
 from dask.utils import funcname
 from distributed import Client, Future, progress, wait
 
+from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import (
     CopyGroups,
@@ -269,8 +270,7 @@ class DaskExecutor:
         show_progress: bool = False,
         max_train_rows: int | None = PUConfig.max_train_rows,
     ):
-        if engine not in ENGINES:
-            raise PUError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        check_choice("engine", engine, ENGINES, PUError)
         self.client = client
         self.puf = puf
         self.features = list(puf.features)

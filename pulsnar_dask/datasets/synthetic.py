@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 from sklearn.datasets import make_classification
 
+from pulsnar_dask.core.choices import check_choice
+
 SCENARIOS = ("scar", "snar")
 
 
@@ -59,8 +61,7 @@ def _split_counts(total: int, weights: np.ndarray) -> np.ndarray:
 
 
 def _check(scenario: str, alpha: float) -> None:
-    if scenario not in SCENARIOS:
-        raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
+    check_choice("scenario", scenario, SCENARIOS)
     if not 0 <= alpha < 1:
         raise ValueError(f"alpha must be in [0, 1), got {alpha}")
 

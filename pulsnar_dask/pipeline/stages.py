@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from pulsnar_dask.core.calibration import fit_calibration_map
+from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig, check_seed, config_dict
 from pulsnar_dask.core.folds import CopyGroups
 from pulsnar_dask.core.interval import alpha_interval
@@ -482,8 +483,7 @@ def run_pipeline(
     PUError
         For an unknown method, fewer than one iteration, or a table the steps cannot use.
     """
-    if method not in METHODS:
-        raise PUError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    check_choice("method", method, METHODS, PUError)
     if iterations < 1:
         raise PUError(f"iterations must be at least 1, got {iterations}")
     try:
