@@ -156,6 +156,24 @@ def test_auto_engine_follows_the_rows_a_model_trains_on():
     assert choose_engine(workers, 10, 100, "dask") == "dask"  # asked for
 
 
+def test_the_importance_model_goes_to_the_host_with_the_most_worker_threads():
+    """The importance model trains while nothing else runs: it may take every thread of
+    the workers on one host, the host that has the most (ties: the first by name)."""
+    from pulsnar_dask.dask_executor.engine import largest_host
+
+    workers = {
+        "tcp://b:1": {"host": "b", "nthreads": 2},
+        "tcp://a:1": {"host": "a", "nthreads": 1},
+        "tcp://a:2": {"host": "a", "nthreads": 1},
+        "tcp://c:1": {"host": "c", "nthreads": 3},
+        "tcp://c:2": {"host": "c", "nthreads": 1},
+    }
+    assert largest_host(workers) == (4, ["tcp://c:1", "tcp://c:2"])
+    del workers["tcp://c:1"], workers["tcp://c:2"]
+    assert largest_host(workers) == (2, ["tcp://a:1", "tcp://a:2"])  # a and b tie at 2
+    assert largest_host({}) == (1, [])
+
+
 def test_unlabeled_cap_runs_in_both_engines(client, data):
     puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     capped = PUConfig(max_unlabeled_ratio=2.0)

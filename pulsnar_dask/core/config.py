@@ -235,7 +235,8 @@ class PUConfig:
     )
     n_threads: int | None = option(
         None,
-        "XGBoost threads per model; none: one per task on a Dask cluster, XGBoost's "
+        "XGBoost threads per model; none: one per task on a Dask cluster (the importance "
+        "model, which trains alone, takes every thread of the host it runs on), XGBoost's "
         "default in process.",
         type="int or None",
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import os
 import sys
 import threading
 import uuid
@@ -203,6 +204,10 @@ def share(client: Client, value: Any) -> Future:
 
 def _gain_task(parts, schema: FeatureSchema, label, id_col, config, seed):
     X, y, ids = _rows(parts, schema.names, label, id_col)
+    # no more threads than this worker's process may run on (the same model whatever
+    # the count: XGBoost's histogram method sums in a fixed order)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    config = config.with_(n_threads=min(config.n_threads, cores or 1))
     return importance_gain(X, y, ids, config, seed, schema.feature_types())
 
 
@@ -214,6 +219,21 @@ def _trainable_part(part, id_col, label, thresholds, seed):
 
 # ---------------------------------------------------------------------------------------
 # Placement and waiting
+
+
+def largest_host(workers: dict[str, dict[str, Any]]) -> tuple[int, list[str]]:
+    """The host whose workers hold the most threads (``scheduler_info``'s workers):
+    those threads and the workers' addresses; ``(1, [])`` without workers.
+
+    A model trained while nothing else runs (the importance model) may use them all.
+    """
+    hosts: dict[str, dict[str, int]] = {}
+    for address, info in workers.items():
+        hosts.setdefault(info.get("host", address), {})[address] = int(info.get("nthreads", 1))
+    if not hosts:
+        return 1, []
+    host = max(sorted(hosts), key=lambda h: sum(hosts[h].values()))
+    return sum(hosts[host].values()), sorted(hosts[host])
 
 
 def _round_robin(workers: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -320,6 +340,7 @@ class DaskExecutor:
         n_train = min(ids.size, self.max_train_rows or ids.size)
         self.engine = choose_engine(workers, n_train, len(self.features), self.requested_engine)
         self._placements = _round_robin(workers)
+        self._largest_host = largest_host(workers)
         true = None
         if puf.true_label:
             true = check_true_labels(
@@ -382,7 +403,9 @@ class DaskExecutor:
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
         """Gain importance on the positives and the capped unlabeled rows, which the
         workers pick: one task on the ``task`` engine (the same model as in process),
-        ``xgboost.dask`` over the workers on the ``dask`` engine."""
+        placed on the host with the most worker threads and, unless ``config.n_threads``
+        is set, using them all (nothing else runs meanwhile); ``xgboost.dask`` over the
+        workers on the ``dask`` engine."""
         puf = self.puf
         thresholds = subsample_thresholds(
             self.row_ids, self.labels, config.max_unlabeled_ratio, config.max_train_rows, seed
@@ -394,14 +417,24 @@ class DaskExecutor:
                     _trainable_part, puf.id, puf.label, thresholds, seed, meta=frame._meta
                 )
         if self.engine == "dask":
-            params = booster_params(config.xgb_params, seed, config.n_threads)
+            params = booster_params(config.xgb_params, seed, config.n_threads or self.threads)
             booster = self._train(frame, self.features, params, config.n_rounds, self.schema)
             scores = booster.get_score(importance_type="gain")
             return np.array([scores.get(c, 0.0) for c in self.features])
         with EXPRESSIONS:
             parts = self.client.compute(frame.to_delayed())
+        threads, host = self._largest_host
+        config = config.with_(n_threads=config.n_threads or threads)
         return self.client.submit(
-            _gain_task, parts, self.schema, puf.label, puf.id, config, seed, pure=False
+            _gain_task,
+            parts,
+            self.schema,
+            puf.label,
+            puf.id,
+            config,
+            seed,
+            pure=False,
+            **({"workers": host, "allow_other_workers": True} if host else {}),
         ).result()
 
     def _train(

@@ -157,7 +157,9 @@ class Executor(Protocol):
         labels and true labels."""
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
-        """Gain importance per feature (:func:`~pulsnar_dask.core.subtypes.importance_gain`)."""
+        """Gain importance per feature (:func:`~pulsnar_dask.core.subtypes.importance_gain`);
+        ``config.n_threads`` is the user's setting, ``None`` leaving the threads to the
+        executor (the model trains while nothing else runs)."""
 
     def positives(self, columns: Sequence[str]) -> np.ndarray:
         """The labeled positives' values of ``columns`` (float32), by ascending row id."""
@@ -586,7 +588,11 @@ def run_pipeline(
         n_clusters = mixture_components = 1
     else:
         stage("PULSNAR: importance model and clustering of the positives")
-        clustering = cluster_positives(executor, for_columns(features), seed)
+        # the threads the user asked for, if any: the importance model trains alone, so
+        # the executor may give it more than one task's share
+        clustering = cluster_positives(
+            executor, for_columns(features, n_threads=asked.n_threads), seed
+        )
         positive_ids, positive_labels = row_ids[labels == 1], clustering.labels
         mark("clustering")
         n_clusters = clustering.n_clusters
