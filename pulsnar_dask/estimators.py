@@ -18,6 +18,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig, parameter_docs
 from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.pipeline.result import JobResult
@@ -438,6 +439,5 @@ class PULSNAR(PULSCAR):
         Takes numpy/pandas data, or a Dask dataframe and series with ``client`` (see
         :meth:`PULSCAR.fit`).
         """
-        if self.method not in ("auto", "pulsnar"):
-            raise ValueError(f"method must be 'auto' or 'pulsnar', got {self.method!r}")
+        check_choice("PULSNAR method", self.method, ("auto", "pulsnar"))
         return self._fit(X, y, client, self.method, self._config())
