@@ -143,7 +143,7 @@ def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
     # PULSCAR itself, on every feature
     assert auto.alpha_ == PULSCAR(random_state=0, n_jobs=2).fit(scar.X, scar.label).alpha_
     assert auto.alpha_ == pytest.approx(scar.true_alpha, abs=0.03)
-    with pytest.raises(ValueError, match="unknown PULSNAR method 'pulscar'; choose one of auto, pulsnar"):
+    with pytest.raises(ValueError, match="unknown PULSNAR method 'pulscar'; choose one of auto"):
         PULSNAR(method="pulscar").fit(scar.X, scar.label)
 
 
