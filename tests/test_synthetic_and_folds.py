@@ -175,6 +175,29 @@ def test_copies_share_one_fold_whatever_their_labels():
     )
 
 
+def test_distinct_values_are_counted_only_where_some_rows_are_identical():
+    """Counting each feature's distinct values is a pass over every value: where no two
+    rows hash alike there can be no copies, and the count is never asked for."""
+    from pulsnar_dask.core.folds import CopyGroups, content_hashes
+
+    rng = np.random.default_rng(2)
+    rows = rng.normal(size=(50, 4))
+    asked = []
+
+    def distinct(X):
+        return lambda: asked.append(len(X)) or pd.DataFrame(X).nunique().to_numpy()
+
+    assert len(CopyGroups.of_rows(np.arange(50), content_hashes(rows), distinct(rows))) == 0
+    assert asked == []
+    twice = np.vstack([rows, rows[:5]])
+    copies = CopyGroups.of_rows(np.arange(55), content_hashes(twice), distinct(twice))
+    assert asked == [55] and copies.n_copies == 5
+    # counted, and identical by chance: three binary features hold 8 distinct rows
+    few = rng.integers(0, 2, size=(40, 3)).astype(float)
+    assert len(CopyGroups.of_rows(np.arange(40), content_hashes(few), distinct(few))) == 0
+    assert asked == [55, 40]
+
+
 def test_identical_rows_of_few_discrete_features_are_not_taken_for_copies():
     """Three ternary features hold 27 distinct rows: 2,000 rows repeat them by chance, as
     different records; grouping them would hold whole cells out of training (a review

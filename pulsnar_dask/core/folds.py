@@ -10,6 +10,7 @@ whatever their labels (:class:`CopyGroups`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -169,17 +170,26 @@ class CopyGroups:
 
     @classmethod
     def of_rows(
-        cls, row_ids: np.ndarray, hashes: np.ndarray, distinct_per_feature: np.ndarray
+        cls,
+        row_ids: np.ndarray,
+        hashes: np.ndarray,
+        distinct_per_feature: np.ndarray | Callable[[], np.ndarray],
     ) -> CopyGroups:
         """The groups of copies among rows given by ascending ``row_ids``, their
         :func:`content_hashes` and each feature's number of distinct values (a lower
-        bound will do); none where identical rows may be chance."""
+        bound will do; or a function that counts them, called only where some rows are
+        identical: counting is a pass over every value); none where identical rows may
+        be chance."""
         row_ids = np.asarray(row_ids)
-        if identical_by_chance(row_ids.size, distinct_per_feature):
-            return cls()
         _, first, inverse, counts = np.unique(
             hashes, return_index=True, return_inverse=True, return_counts=True
         )
+        if counts.max(initial=0) < 2:
+            return cls()
+        if callable(distinct_per_feature):
+            distinct_per_feature = distinct_per_feature()
+        if identical_by_chance(row_ids.size, distinct_per_feature):
+            return cls()
         inverse = inverse.ravel()
         members = np.flatnonzero(counts[inverse] > 1)
         return cls(row_ids[members], row_ids[first[inverse[members]]])

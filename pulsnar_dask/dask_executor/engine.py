@@ -319,9 +319,7 @@ class DaskExecutor:
             unrepresentable = self.client.compute(
                 features.map_partitions(unrepresentable_counts, meta=counts_meta).sum()
             )
-            distinct = self.client.compute(
-                features.map_partitions(_distinct_counts, meta=counts_meta).max()
-            )
+            distinct = features.map_partitions(_distinct_counts, meta=counts_meta).max()
             meta = frame._meta[columns].assign(**{CONTENT: np.array([], dtype=np.uint64)})
             table = self.client.compute(
                 frame.map_partitions(_table_part, columns, puf.features, meta=meta)
@@ -332,8 +330,9 @@ class DaskExecutor:
         ids, labels = table[puf.id].to_numpy(), table[puf.label].to_numpy()
         check_labels(ids, labels, f"id column '{puf.id}'", f"label column '{puf.label}'")
         self.row_ids, self.labels = ids, labels.astype(np.int8)
+        # the distinct values are counted only where some rows are identical
         self.copies = CopyGroups.of_rows(
-            ids, table[CONTENT].to_numpy(), distinct.result().to_numpy()
+            ids, table[CONTENT].to_numpy(), lambda: self._get(distinct).to_numpy()
         )
         self._shared_copies = share(self.client, self.copies)
         workers = self.client.scheduler_info()["workers"]

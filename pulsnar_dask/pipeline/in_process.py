@@ -73,8 +73,11 @@ class InProcessExecutor:
     def read(self) -> tuple[np.ndarray, np.ndarray, None]:
         check_labels(self.row_ids, self.y, "the row index", "y")
         self.y = self.y.astype(np.int8)
-        distinct = pd.DataFrame(self.X).nunique(dropna=False).to_numpy()
-        self.copies = CopyGroups.of_rows(self.row_ids, content_hashes(self.X), distinct)
+        self.copies = CopyGroups.of_rows(
+            self.row_ids,
+            content_hashes(self.X),
+            lambda: pd.DataFrame(self.X).nunique(dropna=False).to_numpy(),
+        )
         return self.row_ids, self.y, None
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
