@@ -144,6 +144,9 @@ def test_bad_options_are_refused():
         estimate_alpha(p, y, bin_method="x")
     with pytest.raises(ValueError, match="unknown alpha region"):
         estimate_alpha(p, y, region="x")
+    # a setting is refused before the probabilities are looked at
+    with pytest.raises(ValueError, match="unknown bin method 'x'"):
+        estimate_alpha(np.array([0.2, 0.9]), np.array([0, 0]), bin_method="x")
 
 
 def test_tail_ratios_known_answer():

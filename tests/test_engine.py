@@ -174,6 +174,18 @@ def test_the_importance_model_goes_to_the_host_with_the_most_worker_threads():
     assert largest_host({}) == (1, [])
 
 
+def test_the_importance_model_widens_only_when_its_threads_are_left_open_and_idle():
+    """The importance model takes its host's threads only where the user left n_threads
+    open and no other job's tasks run; a set n_threads is XGBoost's, 0 and -1 included."""
+    from pulsnar_dask.dask_executor.engine import lone_task_threads
+
+    assert lone_task_threads(None, 4, busy=False, per_task=1) == (4, True)
+    assert lone_task_threads(None, 4, busy=True, per_task=1) == (1, False)
+    assert lone_task_threads(None, 1, busy=False, per_task=1) == (1, False)
+    for asked in (3, 1, 0, -1):
+        assert lone_task_threads(asked, 4, busy=False, per_task=1) == (asked, False)
+
+
 def test_unlabeled_cap_runs_in_both_engines(client, data):
     puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     capped = PUConfig(max_unlabeled_ratio=2.0)

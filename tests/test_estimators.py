@@ -267,3 +267,35 @@ def test_a_cluster_whose_halves_hide_positives_at_different_rates_is_cut_in_two(
         whole = PULSNAR(**{**settings, "method": method}, cluster_split=None).fit(X, y)
         assert even.n_clusters_ == 1 and even.method_ == whole.method_
         assert even.alpha_ == pytest.approx(whole.alpha_, abs=1e-12)
+
+
+def test_the_importance_model_gets_the_users_threads_and_each_scoring_the_executors():
+    """A set n_threads reaches every model; left open, the scorings run with the
+    executor's per-task threads and the importance model gets None, for the executor to
+    choose (a Dask executor widens it to its host where nothing else runs)."""
+    from pulsnar_dask.core.config import PUConfig
+    from pulsnar_dask.pipeline.in_process import InProcessExecutor
+    from pulsnar_dask.pipeline.stages import run_pipeline
+
+    class Recording(InProcessExecutor):
+        threads = 1
+
+        def __init__(self, X, y):
+            super().__init__(X, y)
+            self.seen = {"importance": [], "score": []}
+
+        def importance(self, config, seed):
+            self.seen["importance"].append(config.n_threads)
+            return super().importance(config, seed)
+
+        def score(self, requests):
+            self.seen["score"] += [r.config.n_threads for r in requests]
+            return super().score(requests)
+
+    d = make_pu_data("snar", 300, 900, 5, 0.3, random_state=0)
+    for asked, importance, scoring in ((None, None, 1), (2, 2, 2)):
+        executor = Recording(d.X, d.label)
+        config = PUConfig(n_threads=asked, interval_resamples=0)
+        run_pipeline(executor, method="pulsnar", config=config)
+        assert executor.seen["importance"] == [importance]
+        assert executor.seen["score"] and set(executor.seen["score"]) == {scoring}

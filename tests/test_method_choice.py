@@ -143,8 +143,6 @@ def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
     # PULSCAR itself, on every feature
     assert auto.alpha_ == PULSCAR(random_state=0, n_jobs=2).fit(scar.X, scar.label).alpha_
     assert auto.alpha_ == pytest.approx(scar.true_alpha, abs=0.03)
-    with pytest.raises(ValueError, match="unknown PULSNAR method 'pulscar'; choose one of auto"):
-        PULSNAR(method="pulscar").fit(scar.X, scar.label)
 
 
 def two_subtypes_labeled_at_random():
@@ -177,3 +175,9 @@ def test_auto_keeps_pulscar_where_few_hidden_positives_make_any_mix_look_snar():
     assert evidence["threshold"] < evidence["subtype_mix_distance"] <= evidence["sampling_noise"]
     assert est.method_ == "pulscar"
     assert est.alpha_ == pytest.approx(d.true_alpha, abs=0.01)
+
+
+def test_pulsnar_refuses_a_method_it_does_not_run_before_any_work():
+    d = make_pu_data("scar", 50, 200, 3, 0.2, random_state=0)
+    with pytest.raises(ValueError, match="unknown PULSNAR method 'pulscar'; choose one of auto"):
+        PULSNAR(method="pulscar").fit(d.X, d.label)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pulsnar_dask.core.binning import bin_count
+from pulsnar_dask.core.binning import BIN_METHODS, bin_count
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import ALPHA_ESTIMATORS, ALPHA_REGIONS, DEFAULT_TAIL_FRACTION
 from pulsnar_dask.core.density import (
@@ -123,6 +123,7 @@ def region_mask(grid: np.ndarray, region: str, positives: np.ndarray | None = No
         return np.ones_like(grid, dtype=bool)
     if region == "upper":
         return grid > 0.5
+    # positives
     positives = np.asarray(positives if positives is not None else [], dtype=float)
     if positives.size == 0:
         raise ValueError("the positives region needs the positives' probabilities")
@@ -380,9 +381,10 @@ def estimate_alpha(
         ``.alpha`` is the estimate; the rest is kept for plots and diagnostics.
     """
     check_choice("alpha estimator", estimator, ALPHA_ESTIMATORS)
+    check_choice("bin method", bin_method, BIN_METHODS)
     check_choice("alpha region", region, ALPHA_REGIONS)
     p, y = _check_inputs(probabilities, labels)
-    k = bin_count(p, bin_method)  # refuses an unknown bin method
+    k = bin_count(p, bin_method)
     grid = np.linspace(0.0, 1.0, k)
     if exact:
         sample_p, sample_u, sample_all = (

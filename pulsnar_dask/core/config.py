@@ -235,9 +235,9 @@ class PUConfig:
     )
     n_threads: int | None = option(
         None,
-        "XGBoost threads per model; none: one per task on a Dask cluster (the importance "
-        "model, which trains alone, takes every thread of the host it runs on), XGBoost's "
-        "default in process.",
+        "XGBoost threads per model; none: one per task on a Dask cluster (on the task "
+        "engine the importance model, which its job trains alone, takes every thread of "
+        "its host while no other job's tasks run), XGBoost's default in process.",
         type="int or None",
     )
     max_clusters: int = option(

@@ -213,7 +213,7 @@ def _density_error(kind: str):
     check_choice("bandwidth error", kind, BANDWIDTH_ERRORS)
     if kind == "mse":
         return lambda a, b: float(np.mean((a - b) ** 2))
-    return lambda a, b: float(jensenshannon(a, b))
+    return lambda a, b: float(jensenshannon(a, b))  # js
 
 
 def select_bandwidth(
@@ -261,5 +261,6 @@ def select_bandwidth(
 
     if search == "local":
         return float(minimize_scalar(objective, bounds=bounds, method="bounded").x)
+    # global
     result = differential_evolution(objective, bounds=[bounds], seed=random_state, tol=1e-6)
     return float(result.x[0])

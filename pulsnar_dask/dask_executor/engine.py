@@ -202,12 +202,11 @@ def share(client: Client, value: Any) -> Future:
         return client.submit(_identity, value, pure=False)
 
 
-def _gain_task(parts, schema: FeatureSchema, label, id_col, config, seed):
+def _gain_task(parts, schema: FeatureSchema, label, id_col, config, seed, widened: bool):
     X, y, ids = _rows(parts, schema.names, label, id_col)
-    # no more threads than this worker's process may run on (the same model whatever
-    # the count: XGBoost's histogram method sums in a fixed order)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    config = config.with_(n_threads=min(config.n_threads, cores or 1))
+    if widened:  # a host's threads: no more than this worker's process may run on
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        config = config.with_(n_threads=min(config.n_threads, cores or os.cpu_count() or 1))
     return importance_gain(X, y, ids, config, seed, schema.feature_types())
 
 
@@ -234,6 +233,39 @@ def largest_host(workers: dict[str, dict[str, Any]]) -> tuple[int, list[str]]:
         return 1, []
     host = max(sorted(hosts), key=lambda h: sum(hosts[h].values()))
     return sum(hosts[host].values()), sorted(hosts[host])
+
+
+def lone_task_threads(
+    asked: int | None, host_threads: int, busy: bool, per_task: int
+) -> tuple[int, bool]:
+    """XGBoost threads for a model its job trains while running nothing else (the
+    importance model).
+
+    Parameters
+    ----------
+    asked : int or None
+        The user's ``n_threads``; ``None``: not set.
+    host_threads : int
+        The threads of the workers on the host the task goes to (:func:`largest_host`).
+    busy : bool
+        Whether the cluster is running other tasks (another job's) as the task is sent.
+    per_task : int
+        Threads of a task that runs beside others.
+
+    Returns
+    -------
+    (threads, widened)
+        ``asked`` where set (XGBoost's own meaning, 0 or less all cores included);
+        otherwise the host's threads where the cluster is idle (``widened``: the task
+        caps them by the cores its process may run on), ``per_task`` where it is busy.
+        The model is the same whatever the count: XGBoost's histogram method sums in a
+        fixed order.
+    """
+    if asked is not None:
+        return asked, False
+    if busy or host_threads <= per_task:
+        return per_task, False
+    return host_threads, True
 
 
 def _round_robin(workers: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -402,10 +434,14 @@ class DaskExecutor:
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
         """Gain importance on the positives and the capped unlabeled rows, which the
         workers pick: one task on the ``task`` engine (the same model as in process),
-        placed on the host with the most worker threads and, unless ``config.n_threads``
-        is set, using them all (nothing else runs meanwhile); ``xgboost.dask`` over the
+        placed on the host with the most worker threads and using them all where the
+        cluster runs nothing else (:func:`lone_task_threads`); ``xgboost.dask`` over the
         workers on the ``dask`` engine."""
         puf = self.puf
+        asked = config.n_threads
+        if asked is None:
+            config = config.with_(n_threads=self.threads)
+        busy = any(self.client.processing().values())  # before this job sends its tasks
         thresholds = subsample_thresholds(
             self.row_ids, self.labels, config.max_unlabeled_ratio, config.max_train_rows, seed
         )
@@ -416,24 +452,25 @@ class DaskExecutor:
                     _trainable_part, puf.id, puf.label, thresholds, seed, meta=frame._meta
                 )
         if self.engine == "dask":
-            params = booster_params(config.xgb_params, seed, config.n_threads or self.threads)
+            params = booster_params(config.xgb_params, seed, config.n_threads)
             booster = self._train(frame, self.features, params, config.n_rounds, self.schema)
             scores = booster.get_score(importance_type="gain")
             return np.array([scores.get(c, 0.0) for c in self.features])
         with EXPRESSIONS:
             parts = self.client.compute(frame.to_delayed())
-        threads, host = self._largest_host
-        config = config.with_(n_threads=config.n_threads or threads)
+        host_threads, addresses = self._largest_host
+        threads, widened = lone_task_threads(asked, host_threads, busy, self.threads)
         return self.client.submit(
             _gain_task,
             parts,
             self.schema,
             puf.label,
             puf.id,
-            config,
+            config.with_(n_threads=threads),
             seed,
+            widened,
             pure=False,
-            **({"workers": host, "allow_other_workers": True} if host else {}),
+            **({"workers": addresses, "allow_other_workers": True} if addresses else {}),
         ).result()
 
     def _train(
