@@ -438,10 +438,6 @@ class DaskExecutor:
         cluster runs nothing else (:func:`lone_task_threads`); ``xgboost.dask`` over the
         workers on the ``dask`` engine."""
         puf = self.puf
-        asked = config.n_threads
-        if asked is None:
-            config = config.with_(n_threads=self.threads)
-        busy = any(self.client.processing().values())  # before this job sends its tasks
         thresholds = subsample_thresholds(
             self.row_ids, self.labels, config.max_unlabeled_ratio, config.max_train_rows, seed
         )
@@ -452,14 +448,16 @@ class DaskExecutor:
                     _trainable_part, puf.id, puf.label, thresholds, seed, meta=frame._meta
                 )
         if self.engine == "dask":
-            params = booster_params(config.xgb_params, seed, config.n_threads)
+            threads = self.threads if config.n_threads is None else config.n_threads
+            params = booster_params(config.xgb_params, seed, threads)
             booster = self._train(frame, self.features, params, config.n_rounds, self.schema)
             scores = booster.get_score(importance_type="gain")
             return np.array([scores.get(c, 0.0) for c in self.features])
+        busy = any(self.client.processing().values())  # before this job sends its tasks
         with EXPRESSIONS:
             parts = self.client.compute(frame.to_delayed())
         host_threads, addresses = self._largest_host
-        threads, widened = lone_task_threads(asked, host_threads, busy, self.threads)
+        threads, widened = lone_task_threads(config.n_threads, host_threads, busy, self.threads)
         return self.client.submit(
             _gain_task,
             parts,
