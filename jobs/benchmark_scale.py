@@ -79,6 +79,7 @@ def main() -> None:
         action="store_true",
         help="then score the largest input with the largest run's saved model",
     )
+    parser.add_argument("--xgb-params", default=None, help="passed on to each run (a JSON object)")
     parser.add_argument("--name", default="scale", help="results file name")
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
@@ -95,6 +96,7 @@ def main() -> None:
             )
             extra = ["--n-clusters", str(args.n_clusters)] if args.n_clusters else []
             extra += ["--calibrate"] * args.calibrate + ["--classify"] * args.classify
+            extra += ["--xgb-params", args.xgb_params] if args.xgb_params else []
             if n_unlab == max(args.sizes):
                 extra += [
                     "--performance-report",
@@ -171,7 +173,7 @@ def write(
     options = " ".join(
         f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
         for k, v in vars(args).items()
-        if k in ("memory_limit", "nanny", "calibrate", "classify", "n_clusters") and v
+        if k in ("memory_limit", "nanny", "calibrate", "classify", "n_clusters", "xgb_params") and v
     )
     lines = [
         f"# {args.method.upper()} scale run: {args.workers} separately started workers, "
