@@ -224,25 +224,26 @@ def test_per_feature_xgboost_parameters_follow_the_features_into_every_subproble
         assert steps.max() <= 1e-6, c.features
 
 
-def _two_rates(labeled_a: int, labeled_b: int, seed: int = 0):
-    """Negatives at the origin and two positive subtypes of 1,000 rows each, labeled
-    ``labeled_a`` and ``labeled_b`` of them; the rest of each subtype is hidden."""
+def _rates(*labeled: int, seed: int = 0):
+    """Negatives at the origin and one positive subtype of 1,000 rows per count in
+    ``labeled``, five apart along its own axis, with that many of them labeled; the rest
+    of each subtype is hidden."""
     rng = np.random.default_rng(seed)
-    X = np.r_[
-        rng.normal(0, 1, (2000, 3)),
-        rng.normal(0, 1, (1000, 3)) + np.array([5, 0, 0]),
-        rng.normal(0, 1, (1000, 3)) + np.array([0, 5, 0]),
-    ].astype(np.float32)
-    y = np.r_[np.zeros(2000), np.arange(1000) < labeled_a, np.arange(1000) < labeled_b]
-    true_alpha = (2000 - labeled_a - labeled_b) / (4000 - labeled_a - labeled_b)
-    return X, y.astype(int), true_alpha
+    dims = max(3, len(labeled))
+    X = np.concatenate(
+        [rng.normal(0, 1, (2000, dims))]
+        + [rng.normal(0, 1, (1000, dims)) + 5 * np.eye(dims)[j] for j in range(len(labeled))]
+    ).astype(np.float32)
+    y = np.concatenate([np.zeros(2000)] + [np.arange(1000) < n for n in labeled])
+    hidden = 1000 * len(labeled) - sum(labeled)
+    return X, y.astype(int), hidden / (2000 + hidden)
 
 
 def test_a_cluster_whose_halves_hide_positives_at_different_rates_is_cut_in_two(caplog):
     """Two subtypes in one cluster, labeled at 90% and 10%: the cluster's alpha is read
     where its labeled positives are densest, the first subtype, and the second one's
     hidden positives go uncounted; cut in two, each half reads its own."""
-    X, y, true_alpha = _two_rates(900, 100)
+    X, y, true_alpha = _rates(900, 100)
     settings = dict(method="pulsnar", n_clusters=1, interval_resamples=0, random_state=0)
     whole = PULSNAR(**settings, cluster_split=None).fit(X, y)
     assert whole.n_clusters_ == 1 and whole.alpha_ < true_alpha - 0.15
@@ -261,12 +262,34 @@ def test_a_cluster_whose_halves_hide_positives_at_different_rates_is_cut_in_two(
     assert auto.alpha_ == pytest.approx(cut.alpha_, abs=1e-12)
     assert "pulscar kernel" in auto.alpha_interval_.readings
     # subtypes labeled at the same rate: the halves score alike and stay one cluster
-    X, y, true_alpha = _two_rates(500, 500)
+    X, y, true_alpha = _rates(500, 500)
     for method in ("pulsnar", "auto"):
         even = PULSNAR(**{**settings, "method": method}, cluster_split=0.2).fit(X, y)
         whole = PULSNAR(**{**settings, "method": method}, cluster_split=None).fit(X, y)
         assert even.n_clusters_ == 1 and even.method_ == whole.method_
         assert even.alpha_ == pytest.approx(whole.alpha_, abs=1e-12)
+
+
+def test_parts_of_a_cut_cluster_are_cut_again_where_their_halves_differ(caplog):
+    """Four subtypes in one cluster, labeled at 90%, 10%, 60% and 20%: one cut leaves
+    parts that mix rates and read low; further rounds (the default) cut the parts again
+    until each holds one subtype, and alpha is read far closer."""
+    X, y, true_alpha = _rates(900, 100, 600, 200)
+    settings = dict(method="pulsnar", n_clusters=1, interval_resamples=0, random_state=0)
+    once = PULSNAR(**settings, cluster_split_rounds=1).fit(X, y)
+    assert once.n_clusters_ == 2 and once.alpha_ < true_alpha - 0.3
+    with caplog.at_level("INFO", logger="pulsnar_dask"):
+        again = PULSNAR(**settings).fit(X, y)
+    assert "round 2: 1 part(s) cut again" in caplog.text
+    assert "round 3: 1 part(s) cut again" in caplog.text
+    assert again.n_clusters_ == 4 and again.clustering_.cut == (1,)
+    sizes = np.bincount(again.clustering_.labels)
+    np.testing.assert_allclose(sizes, [900, 600, 200, 100], atol=5)
+    # the well-labeled subtypes read their own share of the unlabeled rows; the scarcely
+    # labeled ones read low (their reader sees 100-200 positives against 800-900 hidden)
+    hidden = np.array([100, 400, 800, 900]) / np.sum(y == 0)
+    np.testing.assert_allclose(again.cluster_alphas_[:2], hidden[:2], atol=0.01)
+    assert once.alpha_ + 0.25 < again.alpha_ < true_alpha
 
 
 def test_the_importance_model_gets_the_users_threads_and_each_scoring_the_executors():

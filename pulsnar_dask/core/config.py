@@ -281,6 +281,14 @@ class PUConfig:
         flag="--cluster-split",
         parse=_optional(float),
     )
+    cluster_split_rounds: int = option(
+        3,
+        "Rounds of cluster_split's cuts: each part of a cut cluster is cut again where its "
+        "own subproblem tells its halves apart, for at most this many rounds (3: a cluster "
+        "becomes at most 8 parts; 1: cut once; decision record, item 40).",
+        type="int",
+        flag="--cluster-split-rounds",
+    )
     covariance_type: str = option(
         "auto",
         "Covariance of the mixtures' components: auto fits full and diagonal covariances "
@@ -347,7 +355,7 @@ class PUConfig:
             raise ValueError(f"bandwidth bounds must satisfy 0 < low < high, got {low}, {high}")
         if not 0 < self.tail_fraction < 0.5:
             raise ValueError(f"tail_fraction must be in (0, 0.5), got {self.tail_fraction}")
-        at_least = {"n_folds": 2, "n_rounds": 1, "max_clusters": 1}
+        at_least = {"n_folds": 2, "n_rounds": 1, "max_clusters": 1, "cluster_split_rounds": 1}
         at_least_or_none = {
             "n_clusters": 1,
             "max_cluster_features": 1,

@@ -135,7 +135,8 @@ class Clustering:
         Each cluster's cut in two (:func:`cluster_halves`) while the subproblems have
         yet to say which cuts to use (``PUConfig.cluster_split``); empty otherwise.
     cut : tuple of int
-        The mixture's clusters (numbered from 1, before the cuts) that were cut in two.
+        The mixture's clusters (numbered from 1, before the cuts) that were cut in two;
+        the parts cut again in later rounds show in ``n_clusters`` only.
     """
 
     n_clusters: int

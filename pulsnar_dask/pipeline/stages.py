@@ -363,24 +363,30 @@ def split_clusters(
     clustering: Clustering,
     per_iteration: list[list[SubproblemResult]],
     positive_ids: np.ndarray,
-    margin: float,
+    config: PUConfig,
+    seed: int,
     score_parts: Callable[[list[np.ndarray]], list[SubproblemResult]],
 ) -> tuple[list[list[SubproblemResult]], Clustering]:
-    """Cut the clusters whose subproblems score their halves apart (``cluster_split``).
+    """Cut the clusters whose subproblems score their halves apart (``cluster_split``),
+    and the parts again, for at most ``cluster_split_rounds`` rounds.
 
     A cluster whose halves (:func:`~pulsnar_dask.core.subtypes.cluster_halves`) the first
     iteration's subproblem scores apart (:func:`~pulsnar_dask.core.subtypes.halves_differ`)
-    becomes two clusters, each with a subproblem of its own in every iteration; the
-    clusters are renumbered by decreasing size.
+    becomes two clusters, each with a subproblem of its own in every iteration. Each part
+    is cut again the same way, on its own positives' two-component mixture and its own
+    subproblem: a cluster that holds three or more subtypes labeled at different rates
+    needs more than one cut. The clusters are renumbered by decreasing size.
 
     Parameters
     ----------
     per_iteration : list of list of SubproblemResult
         Each iteration's cluster subproblems, in cluster order.
     positive_ids : ndarray
-        The labeled positives' ids, in the order of ``clustering.labels``.
-    margin : float
-        ``PUConfig.cluster_split``.
+        The labeled positives' ids, ascending, in the order of ``clustering.labels``.
+    config : PUConfig
+        ``cluster_split``, ``cluster_split_rounds`` and the mixtures' settings.
+    seed : int
+        Seed of the parts' mixtures.
     score_parts : callable
         ``score_parts(parts) -> results``: the subproblems of the given positives' ids
         (each with every unlabeled row), iteration after iteration.
@@ -392,52 +398,83 @@ def split_clusters(
     """
     labels, halves = clustering.labels, clustering.halves
     clustering = replace(clustering, halves=())
-    cut = []
-    for c, half in enumerate(halves):
-        if half is None:
-            continue
-        r = per_iteration[0][c]
-        held = r.row_ids[r.labels == 1]
-        at = np.searchsorted(held, positive_ids[labels == c])  # subproblem ids ascend
-        if halves_differ(r.probabilities[r.labels == 1][at], half, margin):
-            cut.append(c)
-    if not cut:
-        return per_iteration, clustering
-    logger.info(
-        "clusters %s hide positives at different rates in their two halves: each half "
-        "becomes a cluster",
-        [c + 1 for c in cut],
-    )
-    parts = []
-    for c in cut:
-        members = positive_ids[labels == c]
-        parts += [members[~halves[c]], members[halves[c]]]
-    scored = score_parts(parts)
-    n_parts = len(parts)
-    # every cluster as (positive ids, its subproblem in each iteration)
+    n_iterations = len(per_iteration)
+    # every cluster as (positive ids, its subproblem in each iteration, its halves)
     clusters = [
-        (positive_ids[labels == c], [it[c] for it in per_iteration])
+        (positive_ids[labels == c], [it[c] for it in per_iteration], halves[c])
         for c in range(clustering.n_clusters)
-        if c not in cut
     ]
-    clusters += [
-        (ids, [scored[i * n_parts + j] for i in range(len(per_iteration))])
-        for j, ids in enumerate(parts)
-    ]
+    order = np.argsort(positive_ids, kind="stable")
+
+    def positions(ids: np.ndarray) -> np.ndarray:  # of these positives in clustering order
+        return order[np.searchsorted(positive_ids, ids, sorter=order)]
+
+    first_cut: list[int] = []
+    Z = None
+    for round_ in range(config.cluster_split_rounds):
+        cut = []
+        for c, (ids, results, half) in enumerate(clusters):
+            if half is None:
+                continue
+            r = results[0]
+            held = r.row_ids[r.labels == 1]
+            at = np.searchsorted(held, ids)  # subproblem ids ascend
+            if halves_differ(r.probabilities[r.labels == 1][at], half, config.cluster_split):
+                cut.append(c)
+        if not cut:
+            break
+        if round_ == 0:
+            first_cut = cut
+            logger.info(
+                "clusters %s hide positives at different rates in their two halves: each "
+                "half becomes a cluster",
+                [c + 1 for c in cut],
+            )
+        else:
+            logger.info("round %d: %d part(s) cut again", round_ + 1, len(cut))
+        parts = []
+        for c in cut:
+            ids, _, half = clusters[c]
+            parts += [ids[~half], ids[half]]
+        scored = score_parts(parts)
+        n_parts = len(parts)
+        part_halves: list[np.ndarray | None] = [None] * n_parts
+        if round_ + 1 < config.cluster_split_rounds:
+            if Z is None:
+                columns = [executor.features[i] for i in clustering.cluster_features]
+                Z = clustering_matrix(
+                    executor.positives(columns), clustering.gain[clustering.cluster_features]
+                )
+            rows = [positions(ids) for ids in parts]
+            part_labels = np.concatenate([np.full(r.size, j) for j, r in enumerate(rows)])
+            part_halves = cluster_halves(
+                executor.map,
+                Z[np.concatenate(rows)],
+                part_labels,
+                clustering.covariance_type,
+                min_cluster_size(config, positive_ids.size),
+                seed,
+                config.max_cluster_rows,
+            )
+        clusters = [cl for c, cl in enumerate(clusters) if c not in cut] + [
+            (ids, [scored[i * n_parts + j] for i in range(n_iterations)], part_halves[j])
+            for j, ids in enumerate(parts)
+        ]
+    if not first_cut:
+        return per_iteration, clustering
     clusters.sort(key=lambda cluster: -cluster[0].size)
     new_labels = np.empty_like(labels)
-    at = np.argsort(positive_ids, kind="stable")
-    for c, (ids, _) in enumerate(clusters):
-        new_labels[at[np.searchsorted(positive_ids, ids, sorter=at)]] = c
+    for c, (ids, _, _) in enumerate(clusters):
+        new_labels[positions(ids)] = c
     columns = [executor.features[i] for i in clustering.cluster_features]
     clustering = replace(
         clustering,
         n_clusters=len(clusters),
         labels=new_labels,
         profiles=_profiles(executor, columns, new_labels),
-        cut=tuple(c + 1 for c in cut),
+        cut=tuple(c + 1 for c in first_cut),
     )
-    per_iteration = [[results[i] for _, results in clusters] for i in range(len(per_iteration))]
+    per_iteration = [[results[i] for _, results, _ in clusters] for i in range(n_iterations)]
     return per_iteration, clustering
 
 
@@ -622,7 +659,7 @@ def run_pipeline(
         mixture_components = clustering.mixture_components
         if may_cut:
             per_iteration, clustering = split_clusters(
-                executor, clustering, per_iteration, positive_ids, config.cluster_split,
+                executor, clustering, per_iteration, positive_ids, config, seed,
                 lambda parts: subproblems(group_requests(parts, "part")),
             )  # fmt: skip
             n_clusters = clustering.n_clusters
