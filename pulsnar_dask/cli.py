@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import gc
 import logging
+import os
 import signal
 import sys
 import tempfile
@@ -552,6 +553,19 @@ def _names_a_cluster(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "scheduler", None) or getattr(args, "cluster_config", None))
 
 
+def _hide_gpus_from_cpu_runs(args: argparse.Namespace) -> None:
+    """Hide the GPUs from this process and the local workers it starts
+    (``CUDA_VISIBLE_DEVICES=""``) unless the run trains XGBoost on a GPU or the variable
+    is set already: a CUDA build of XGBoost takes about 400 MiB of a GPU in every
+    process that uses it, even on the CPU (dmlc/xgboost#12116; 8.4 GB for a 16-worker
+    local cluster: benchmarks/results/gpu.md)."""
+    params = getattr(args, "xgb_params", None) or {}
+    device = str(params.get("device", "cpu")).lower()
+    if device.startswith(("cuda", "gpu")) or "gpu" in str(params.get("tree_method", "")):
+        return
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+
 _signalled: list[int] = []  # the stopping signals this command received
 
 
@@ -591,6 +605,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _terminate)
     try:
         args = build_parser().parse_args(argv)
+        if args.command in ("run", "score", "demo"):
+            _hide_gpus_from_cpu_runs(args)  # before XGBoost, or a worker, starts
         if args.command in ("run", "score", "demo") and not _names_a_cluster(args):
             start_fork_server()  # imports the workers' modules while this process does its own
         _quiet_distributed(logging.ERROR if quiet else logging.WARNING)

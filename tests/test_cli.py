@@ -857,6 +857,37 @@ def test_every_setting_is_declared_once_and_the_cli_and_estimators_follow_it():
     assert not missing, f"CLI settings that PULSNAR does not take: {sorted(missing)}"
 
 
+@pytest.mark.parametrize(
+    ("argv", "before", "after"),
+    [
+        (["run"], None, ""),  # XGBoost on the CPU: the GPUs hidden
+        (["score"], None, ""),
+        (["run", "--xgb-params", '{"device": "cpu", "eta": 0.1}'], None, ""),
+        (["run", "--xgb-params", '{"device": "cuda"}'], None, None),  # asked for: untouched
+        (["run", "--xgb-params", '{"device": "CUDA:1"}'], None, None),
+        (["run", "--xgb-params", '{"device": "gpu"}'], None, None),
+        (["run"], "1", "1"),  # the user's own setting stays
+    ],
+)
+def test_cpu_runs_hide_the_gpus_unless_xgboost_is_asked_to_use_them(
+    monkeypatch, tmp_path, argv, before, after
+):
+    """A CUDA build of XGBoost takes GPU memory in every process even on the CPU, so a
+    CPU run hides the GPUs from the command and its local workers (the variable they
+    inherit); one that asks for a GPU, or a variable the user set, is left alone."""
+    from pulsnar_dask.cli import _hide_gpus_from_cpu_runs, build_parser
+
+    if before is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", before)
+    paths = ["--input", str(tmp_path / "in"), "--out", str(tmp_path / "out")]
+    if argv[0] == "score":
+        paths += ["--model", str(tmp_path / "model")]
+    _hide_gpus_from_cpu_runs(build_parser().parse_args(argv + paths))
+    assert os.environ.get("CUDA_VISIBLE_DEVICES") == after
+
+
 def test_every_option_of_every_command_has_a_help_text():
     from pulsnar_dask.cli import build_parser
 
