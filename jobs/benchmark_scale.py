@@ -16,6 +16,7 @@ size on ten workers. The largest run also saves Dask's performance report.
 from __future__ import annotations
 
 import argparse
+import shlex
 from datetime import datetime
 from pathlib import Path
 
@@ -171,7 +172,7 @@ def write(
     stages.to_csv(RESULTS / f"{args.name}_stages.csv", index=False)
     seconds.to_csv(RESULTS / f"{args.name}_stage_seconds.csv", index=False)
     options = " ".join(
-        f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}")
+        f"--{k.replace('_', '-')}" + ("" if v is True else f" {shlex.quote(str(v))}")
         for k, v in vars(args).items()
         if k in ("memory_limit", "nanny", "calibrate", "classify", "n_clusters", "xgb_params") and v
     )

@@ -555,13 +555,13 @@ def _names_a_cluster(args: argparse.Namespace) -> bool:
 
 def _hide_gpus_from_cpu_runs(args: argparse.Namespace) -> None:
     """Hide the GPUs from this process and the local workers it starts
-    (``CUDA_VISIBLE_DEVICES=""``) unless the run trains XGBoost on a GPU or the variable
-    is set already: a CUDA build of XGBoost takes about 400 MiB of a GPU in every
-    process that uses it, even on the CPU (dmlc/xgboost#12116; 8.4 GB for a 16-worker
-    local cluster: benchmarks/results/gpu.md)."""
+    (``CUDA_VISIBLE_DEVICES=""``) unless XGBoost's ``device`` names one (``cuda``,
+    ``cuda:1``, ``gpu``...) or the variable is set already: a CUDA build of XGBoost takes
+    about 500 MiB of a GPU in every process that uses it, even on the CPU
+    (dmlc/xgboost#12116; 8,383 MiB for a 16-worker local cluster:
+    benchmarks/results/gpu.md)."""
     params = getattr(args, "xgb_params", None) or {}
-    device = str(params.get("device", "cpu")).lower()
-    if device.startswith(("cuda", "gpu")) or "gpu" in str(params.get("tree_method", "")):
+    if str(params.get("device", "cpu")).startswith(("cuda", "gpu")):
         return
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 

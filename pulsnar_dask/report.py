@@ -90,14 +90,14 @@ def objective_plot(result: JobResult) -> bytes:
     return _png(fig)
 
 
-def chosen_label(components: int, n_clusters: int, cut: int) -> str:
+def chosen_label(components: int, n_clusters: int, cuts: int) -> str:
     """The BIC plot's legend for the chosen mixture: its components, the clusters left
-    after small ones merged, and after ``cut`` of them were cut in two."""
+    after small ones merged, and after ``cuts`` cuts in two (each adds a cluster)."""
     label = f"chosen: {components}"
-    if n_clusters - cut < components:
-        label += f", {n_clusters - cut} after merging small ones"
-    if cut:
-        label += f", {n_clusters} after cutting {cut} in two"
+    if n_clusters - cuts < components:
+        label += f", {n_clusters - cuts} after merging small ones"
+    if cuts:
+        label += f", {n_clusters} after {cuts} cut{'s' if cuts > 1 else ''} in two"
     return label
 
 
@@ -110,7 +110,7 @@ def bic_plot(result: JobResult) -> bytes:
     chosen = result.mixture_components
     clusters, cut = result.n_clusters, 0
     if result.clustering is not None:  # the clustering's own count, whatever auto chose
-        clusters, cut = result.clustering.n_clusters, len(result.clustering.cut)
+        clusters, cut = result.clustering.n_clusters, result.clustering.n_cuts
     ax.axvline(chosen, color="tab:red", ls="--", label=chosen_label(chosen, clusters, cut))
     ax.set_xlabel("number of clusters")
     ax.set_ylabel("BIC")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 
@@ -25,8 +26,16 @@ def small_snar(path: Path, partitions: int = 1, seed: int = 0) -> PUData:
 
 
 def run_cli(args: list[str], capsys) -> tuple[int, dict | None, str]:
-    """Run the CLI in-process; return (status, summary or None, stderr)."""
-    status = main([*args, "--quiet"])
+    """Run the CLI in-process; return (status, summary or None, stderr). The variable
+    the command sets for its own processes (``CUDA_VISIBLE_DEVICES``) is put back."""
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    try:
+        status = main([*args, "--quiet"])
+    finally:
+        if before is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = before
     captured = capsys.readouterr()
     lines = captured.out.strip().splitlines()
     summary = json.loads(lines[-1]) if status == 0 and lines and lines[-1].startswith("{") else None

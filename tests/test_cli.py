@@ -864,7 +864,7 @@ def test_every_setting_is_declared_once_and_the_cli_and_estimators_follow_it():
         (["score"], None, ""),
         (["run", "--xgb-params", '{"device": "cpu", "eta": 0.1}'], None, ""),
         (["run", "--xgb-params", '{"device": "cuda"}'], None, None),  # asked for: untouched
-        (["run", "--xgb-params", '{"device": "CUDA:1"}'], None, None),
+        (["run", "--xgb-params", '{"device": "cuda:1"}'], None, None),
         (["run", "--xgb-params", '{"device": "gpu"}'], None, None),
         (["run"], "1", "1"),  # the user's own setting stays
     ],
@@ -886,6 +886,22 @@ def test_cpu_runs_hide_the_gpus_unless_xgboost_is_asked_to_use_them(
         paths += ["--model", str(tmp_path / "model")]
     _hide_gpus_from_cpu_runs(build_parser().parse_args(argv + paths))
     assert os.environ.get("CUDA_VISIBLE_DEVICES") == after
+
+
+def test_the_gpus_are_hidden_before_the_workers_fork_server_starts(monkeypatch, tmp_path):
+    """The command hides the GPUs before anything that forks workers starts, so that
+    they inherit it."""
+    import pulsnar_dask.cli as cli
+
+    seen = []
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(
+        cli, "start_fork_server", lambda: seen.append(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    )
+    argv = ["run", "--input", str(tmp_path / "in"), "--out", str(tmp_path / "out")]
+    # the last seed with two iterations: refused by the run itself, before a cluster
+    assert cli.main([*argv, "--seed", "4294967295", "--iterations", "2", "--quiet"]) == 2
+    assert seen == [""]
 
 
 def test_every_option_of_every_command_has_a_help_text():

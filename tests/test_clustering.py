@@ -296,7 +296,9 @@ def test_the_bic_plot_says_how_the_chosen_mixture_became_the_clusters():
     assert chosen_label(5, 5, 0) == "chosen: 5"
     assert chosen_label(13, 9, 0) == "chosen: 13, 9 after merging small ones"
     assert (
-        chosen_label(13, 10, 1)
-        == "chosen: 13, 9 after merging small ones, 10 after cutting 1 in two"
+        chosen_label(13, 10, 1) == "chosen: 13, 9 after merging small ones, 10 after 1 cut in two"
     )
-    assert chosen_label(1, 2, 1) == "chosen: 1, 2 after cutting 1 in two"
+    assert chosen_label(1, 2, 1) == "chosen: 1, 2 after 1 cut in two"
+    # cuts in rounds: a cluster cut, then its parts cut again
+    assert chosen_label(1, 4, 3) == "chosen: 1, 4 after 3 cuts in two"
+    assert chosen_label(5, 7, 3) == "chosen: 5, 4 after merging small ones, 7 after 3 cuts in two"

@@ -279,17 +279,20 @@ def test_parts_of_a_cut_cluster_are_cut_again_where_their_halves_differ(caplog):
     once = PULSNAR(**settings, cluster_split_rounds=1).fit(X, y)
     assert once.n_clusters_ == 2 and once.alpha_ < true_alpha - 0.3
     with caplog.at_level("INFO", logger="pulsnar_dask"):
-        again = PULSNAR(**settings).fit(X, y)
+        again = PULSNAR(**settings, n_iterations=2).fit(X, y)
     assert "round 2: 1 part(s) cut again" in caplog.text
     assert "round 3: 1 part(s) cut again" in caplog.text
     assert again.n_clusters_ == 4 and again.clustering_.cut == (1,)
+    assert again.clustering_.n_cuts == 3
+    # every iteration reads its own parts' subproblems (other seeds: other readings)
+    assert again.alphas_[0] != again.alphas_[1]
     sizes = np.bincount(again.clustering_.labels)
     np.testing.assert_allclose(sizes, [900, 600, 200, 100], atol=5)
     # the well-labeled subtypes read their own share of the unlabeled rows; the scarcely
     # labeled ones read low (their reader sees 100-200 positives against 800-900 hidden)
     hidden = np.array([100, 400, 800, 900]) / np.sum(y == 0)
     np.testing.assert_allclose(again.cluster_alphas_[:2], hidden[:2], atol=0.01)
-    assert once.alpha_ + 0.25 < again.alpha_ < true_alpha
+    assert once.alpha_ + 0.25 < again.alphas_[0] < true_alpha
 
 
 def test_the_importance_model_gets_the_users_threads_and_each_scoring_the_executors():

@@ -135,8 +135,9 @@ class Clustering:
         Each cluster's cut in two (:func:`cluster_halves`) while the subproblems have
         yet to say which cuts to use (``PUConfig.cluster_split``); empty otherwise.
     cut : tuple of int
-        The mixture's clusters (numbered from 1, before the cuts) that were cut in two;
-        the parts cut again in later rounds show in ``n_clusters`` only.
+        The mixture's clusters (numbered from 1, before the cuts) that were cut in two.
+    n_cuts : int
+        Cuts in all rounds, those of ``cut`` and of their parts (each adds a cluster).
     """
 
     n_clusters: int
@@ -150,6 +151,7 @@ class Clustering:
     profiles: list[list[dict[str, Any]]]
     halves: tuple[np.ndarray | None, ...] = ()
     cut: tuple[int, ...] = ()
+    n_cuts: int = 0
 
 
 def select_features(gain: np.ndarray, config: PUConfig) -> tuple[np.ndarray, np.ndarray]:

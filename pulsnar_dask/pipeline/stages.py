@@ -382,7 +382,8 @@ def split_clusters(
     per_iteration : list of list of SubproblemResult
         Each iteration's cluster subproblems, in cluster order.
     positive_ids : ndarray
-        The labeled positives' ids, ascending, in the order of ``clustering.labels``.
+        The labeled positives' ids, ascending (the order of ``clustering.labels`` and of
+        ``executor.positives``).
     config : PUConfig
         ``cluster_split``, ``cluster_split_rounds`` and the mixtures' settings.
     seed : int
@@ -394,23 +395,22 @@ def split_clusters(
     Returns
     -------
     (per_iteration, clustering)
-        Unchanged where no cluster is cut.
+        The clusters' subproblems and the clustering without its halves (``halves=()``);
+        the subproblems as they were where no cluster is cut.
     """
     labels, halves = clustering.labels, clustering.halves
     clustering = replace(clustering, halves=())
     n_iterations = len(per_iteration)
-    # every cluster as (positive ids, its subproblem in each iteration, its halves)
+    # every cluster as (positive ids, its subproblem in each iteration, its halves while
+    # they are still to be tested)
     clusters = [
         (positive_ids[labels == c], [it[c] for it in per_iteration], halves[c])
         for c in range(clustering.n_clusters)
     ]
-    order = np.argsort(positive_ids, kind="stable")
-
-    def positions(ids: np.ndarray) -> np.ndarray:  # of these positives in clustering order
-        return order[np.searchsorted(positive_ids, ids, sorter=order)]
-
+    columns = [executor.features[i] for i in clustering.cluster_features]
     first_cut: list[int] = []
-    Z = None
+    n_cuts = 0
+    X_positive = Z = None
     for round_ in range(config.cluster_split_rounds):
         cut = []
         for c, (ids, results, half) in enumerate(clusters):
@@ -418,7 +418,7 @@ def split_clusters(
                 continue
             r = results[0]
             held = r.row_ids[r.labels == 1]
-            at = np.searchsorted(held, ids)  # subproblem ids ascend
+            at = np.searchsorted(held, ids)  # both ascend
             if halves_differ(r.probabilities[r.labels == 1][at], half, config.cluster_split):
                 cut.append(c)
         if not cut:
@@ -432,6 +432,7 @@ def split_clusters(
             )
         else:
             logger.info("round %d: %d part(s) cut again", round_ + 1, len(cut))
+        n_cuts += len(cut)
         parts = []
         for c in cut:
             ids, _, half = clusters[c]
@@ -441,22 +442,23 @@ def split_clusters(
         part_halves: list[np.ndarray | None] = [None] * n_parts
         if round_ + 1 < config.cluster_split_rounds:
             if Z is None:
-                columns = [executor.features[i] for i in clustering.cluster_features]
-                Z = clustering_matrix(
-                    executor.positives(columns), clustering.gain[clustering.cluster_features]
-                )
-            rows = [positions(ids) for ids in parts]
-            part_labels = np.concatenate([np.full(r.size, j) for j, r in enumerate(rows)])
+                X_positive = executor.positives(columns)
+                Z = clustering_matrix(X_positive, clustering.gain[clustering.cluster_features])
+            rows = [np.searchsorted(positive_ids, ids) for ids in parts]
             part_halves = cluster_halves(
                 executor.map,
                 Z[np.concatenate(rows)],
-                part_labels,
+                np.concatenate([np.full(r.size, j) for j, r in enumerate(rows)]),
                 clustering.covariance_type,
                 min_cluster_size(config, positive_ids.size),
                 seed,
                 config.max_cluster_rows,
             )
-        clusters = [cl for c, cl in enumerate(clusters) if c not in cut] + [
+        # the clusters left whole were tested: only the new parts are tested next round
+        clusters = [
+            (ids, results, None) for c, (ids, results, _) in enumerate(clusters) if c not in cut
+        ]
+        clusters += [
             (ids, [scored[i * n_parts + j] for i in range(n_iterations)], part_halves[j])
             for j, ids in enumerate(parts)
         ]
@@ -465,14 +467,14 @@ def split_clusters(
     clusters.sort(key=lambda cluster: -cluster[0].size)
     new_labels = np.empty_like(labels)
     for c, (ids, _, _) in enumerate(clusters):
-        new_labels[positions(ids)] = c
-    columns = [executor.features[i] for i in clustering.cluster_features]
+        new_labels[np.searchsorted(positive_ids, ids)] = c
     clustering = replace(
         clustering,
         n_clusters=len(clusters),
         labels=new_labels,
-        profiles=_profiles(executor, columns, new_labels),
+        profiles=_profiles(executor, columns, new_labels, X_positive),
         cut=tuple(c + 1 for c in first_cut),
+        n_cuts=n_cuts,
     )
     per_iteration = [[results[i] for _, results, _ in clusters] for i in range(n_iterations)]
     return per_iteration, clustering
