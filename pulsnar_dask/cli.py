@@ -607,8 +607,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command in ("run", "score", "demo"):
             _hide_gpus_from_cpu_runs(args)  # before XGBoost, or a worker, starts
-        if args.command in ("run", "score", "demo") and not _names_a_cluster(args):
-            start_fork_server()  # imports the workers' modules while this process does its own
+            if not _names_a_cluster(args):
+                start_fork_server()  # imports the workers' modules while this process does its own
         _quiet_distributed(logging.ERROR if quiet else logging.WARNING)
         if args.command == "synth":
             _synth(args)
