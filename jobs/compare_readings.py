@@ -1,23 +1,29 @@
-"""The kernel reader's region on every family: grid points above 0.5 against the positives'
-upper half, on the same out-of-fold probabilities.
+"""The alpha reader's settings on every family, re-read from the same out-of-fold
+probabilities.
 
 Each run (the families of ``compare_method_choice.py`` and the large synthetic data at
 U=5,000 and 25,000) is fitted once in memory with defaults: PULSNAR (``method="pulsnar"``,
 its own clusters and cuts) and PULSCAR, without the interval. Each subproblem's
 probabilities are kept (``--fits DIR``, one pickle per run, about 100 MB in all, by
 default under benchmarks/fits/, which git ignores; a run already there is not fitted
-again), and alpha is re-read from them with each region
-(:func:`~pulsnar_dask.core.alpha.region_mask`): PULSNAR through the pipeline's own
-combination (:func:`~pulsnar_dask.core.subproblem.subproblems_alpha`), PULSCAR, and
+again), and alpha is re-read from them with the defaults and with each variant of the
+reader's settings (``--variant``, PUConfig options as ``OPTION=JSON``, several joined by
+``;``): every subproblem through :func:`~pulsnar_dask.core.subproblem.read_alpha`, PULSNAR
+through the pipeline's own combination
+(:func:`~pulsnar_dask.core.subproblem.subproblems_alpha`), PULSCAR, and
 ``method="auto"``'s call (:func:`~pulsnar_dask.core.subtypes.choose_method`, with the test
-against sampling noise) and reading. Writes benchmarks/results/alpha_regions.{csv,md}.
+against sampling noise) and reading. The clusters and their cuts stay those the default
+reader made. Writes benchmarks/results/<name>.{csv,md}: per family and variant, auto's
+per-run MAE and bias, and the paired difference against the defaults.
 
-    python jobs/compare_alpha_regions.py [--seeds 0 1] [--families NAME ...] [--fits DIR]
+    python jobs/compare_readings.py --variant 'alpha_region="positives"' --name alpha_regions
+    python jobs/compare_readings.py --variant 'bandwidth_bounds=[0.1, 0.5]' ... --name NAME
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import pickle
 import time
 from pathlib import Path
@@ -33,9 +39,10 @@ from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.subproblem import read_alpha, subproblems_alpha
 from pulsnar_dask.core.subtypes import choose_method
 
-REGIONS = ("upper", "positives")
+DEFAULT = "default"
 LARGE_SIZES = (5000, 25000)
 LARGE_ALPHA = 0.2
+REAL_SNAR = ("SNAR_segment", "SNAR_digits", "SNAR_gas", "SNAR_avila", "SNAR_shuttle")
 
 
 def settings(family: str) -> tuple:
@@ -88,17 +95,16 @@ def fit(family: str, setting: float, seed: int, fits: Path) -> dict | None:
     return run
 
 
-def read(run: dict, region: str) -> dict:
-    """PULSNAR's, PULSCAR's and auto's alpha with the kernel reader over ``region``.
+def read(run: dict, config: PUConfig) -> dict:
+    """PULSNAR's, PULSCAR's and auto's alpha, every subproblem read with ``config``.
 
-    Each subproblem is read as the pipeline reads it (:func:`read_alpha`, defaults but
-    the region); with the default region that is the alpha the fit read.
+    With the default config each subproblem reads the alpha the fit read (checked).
     """
-    config = PUConfig(alpha_region=region)
+    check = config == PUConfig()
 
     def alpha(sub: dict) -> float:
         value = read_alpha(sub["probabilities"], sub["labels"], config, run["seed"]).alpha
-        if region == PUConfig().alpha_region and value != sub["alpha"]:
+        if check and value != sub["alpha"]:
             raise AssertionError(f"re-read {value} differs from the fit's {sub['alpha']}")
         return value
 
@@ -120,33 +126,81 @@ def read(run: dict, region: str) -> dict:
     return {"pulsnar": pulsnar, "pulscar": pulscar, "auto": auto, "call": call}
 
 
+def parse_variant(text: str) -> PUConfig:
+    """``OPTION=JSON[;OPTION=JSON ...]`` as the PUConfig it names."""
+    try:
+        items = dict(item.split("=", 1) for item in text.split(";"))
+        return PUConfig(**{k.strip(): json.loads(v) for k, v in items.items()})
+    except (ValueError, TypeError) as exc:
+        raise SystemExit(f"--variant {text!r}: {exc}") from None
+
+
 def paired(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per family: auto's MAE with each region, the paired difference (positives minus
-    upper) with its 95% interval, and the runs whose alpha moved either way."""
-    wide = runs.pivot_table(
-        index=["family", "setting", "seed"], columns="region", values="error", sort=False
+    """Per family and variant: auto's MAE and bias, the paired difference against the
+    defaults (mean and 95% half-width) and the runs it made better or worse (by 1e-4)."""
+    runs = runs.assign(error=(runs.auto - runs.true).abs(), bias=runs.auto - runs.true)
+    keys = ["family", "setting", "seed"]
+    base = runs[runs.variant == DEFAULT].set_index(keys).error
+    rows = []
+    for (family, variant), group in runs.groupby(["family", "variant"], sort=False):
+        diff = group.set_index(keys).error - base.loc[group.set_index(keys).index]
+        rows.append(
+            {
+                "family": family,
+                "variant": variant,
+                "runs": len(group),
+                "mae": group.error.mean(),
+                "bias": group.bias.mean(),
+                "difference": diff.mean(),
+                "half_width": half_width(diff),
+                "better": int(np.sum(diff < -1e-4)),
+                "worse": int(np.sum(diff > 1e-4)),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def markdown(table: pd.DataFrame, variants: list[str], seeds: list[int]) -> list[str]:
+    """The per-family table, one column per variant, and the real SNAR sets' mean."""
+    head = "| family | runs | " + " | ".join(variants) + " |"
+    lines = [
+        "# The alpha reader's settings, re-read from the same fits",
+        "",
+        "`python jobs/compare_readings.py` (see its docstring): in memory, seeds "
+        + ", ".join(map(str, seeds))
+        + '; per family `method="auto"`\'s per-run MAE with its mean bias, and for each '
+        "variant the paired difference against the defaults (mean +- 95% interval). "
+        "Every subproblem is re-read with the variant, PULSCAR's too; the clusters are "
+        "those the defaults made.",
+        "",
+        head,
+        "|---|---|" + "---|" * len(variants),
+    ]
+    for family, group in table.groupby("family", sort=False):
+        cells = []
+        for variant in variants:
+            row = group[group.variant == variant].iloc[0]
+            cell = f"{row.mae:.4f} (bias {row.bias:+.4f})"
+            if variant != DEFAULT:
+                cell += f", {row.difference:+.4f} +- {row.half_width:.4f}"
+            cells.append(cell)
+        lines.append(f"| {family} | {int(group.runs.iloc[0])} | " + " | ".join(cells) + " |")
+    snar = table[table.family.isin(REAL_SNAR)].groupby("variant", sort=False).mae.mean()
+    lines.append(
+        "| real SNAR sets' mean | - | " + " | ".join(f"{snar[v]:.4f}" for v in variants) + " |"
     )
-    diff = wide["positives"] - wide["upper"]
-    by = diff.groupby(level="family", sort=False)
-    return pd.DataFrame(
-        {
-            "runs": by.size(),
-            "upper": wide["upper"].groupby(level="family", sort=False).mean(),
-            "positives": wide["positives"].groupby(level="family", sort=False).mean(),
-            "difference": by.mean(),
-            "half_width": by.agg(half_width),
-            "better": by.apply(lambda d: int(np.sum(d < -1e-4))),
-            "worse": by.apply(lambda d: int(np.sum(d > 1e-4))),
-        }
-    )
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", action="append", default=[], metavar="OPTION=JSON[;...]")
+    parser.add_argument("--name", default="readings", help="results file name (no suffix)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--families", nargs="+", default=[*FAMILIES, "SNAR_large"])
     parser.add_argument("--fits", type=Path, default=ROOT / "benchmarks" / "fits" / "alpha_regions")
     args = parser.parse_args()
+    configs = {DEFAULT: PUConfig()} | {v: parse_variant(v) for v in args.variant}
     args.fits.mkdir(parents=True, exist_ok=True)
     rows = []
     for family in args.families:
@@ -155,37 +209,15 @@ def main() -> None:
                 run = fit(family, setting, seed, args.fits)
                 if run is None:
                     continue
-                for region in REGIONS:
-                    reading = read(run, region)
+                for variant, config in configs.items():
                     rows.append(
                         {"family": family, "setting": setting, "seed": seed, "true": run["true"]}
-                        | {"region": region, **reading}
+                        | {"variant": variant, **read(run, config)}
                     )
     runs = pd.DataFrame(rows).round(5)  # the table is what the CSV recomputes
-    runs["error"] = (runs.auto - runs.true).abs()
-    runs.to_csv(RESULTS / "alpha_regions.csv", index=False)
-    table = paired(runs)
-    lines = [
-        "# The kernel reader's region: above 0.5 against the positives' upper half",
-        "",
-        "`python jobs/compare_alpha_regions.py` (see its docstring): in memory, defaults, "
-        "seeds " + ", ".join(map(str, args.seeds)) + "; per family the per-run MAE of "
-        "`method=\"auto\"`'s alpha with the kernel reader's minimum over the grid points "
-        "above 0.5 (`upper`, the default) and over those at or above the labeled positives' "
-        "median probability too (`positives`), the paired difference (positives minus "
-        "upper, mean +- 95% interval) and the runs it made better or worse (by more than "
-        "1e-4). Every subproblem is read with the region, PULSCAR's too.",
-        "",
-        "| family | runs | upper | positives | difference | better | worse |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for family, row in table.iterrows():
-        lines.append(
-            f"| {family} | {int(row.runs)} | {row.upper:.4f} | {row.positives:.4f} | "
-            f"{row.difference:+.4f} +- {row.half_width:.4f} | {int(row.better)} | "
-            f"{int(row.worse)} |"
-        )
-    (RESULTS / "alpha_regions.md").write_text("\n".join(lines) + "\n")
+    runs.to_csv(RESULTS / f"{args.name}.csv", index=False)
+    lines = markdown(paired(runs), list(configs), args.seeds)
+    (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
