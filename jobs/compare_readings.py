@@ -198,7 +198,7 @@ def main() -> None:
     parser.add_argument("--name", default="readings", help="results file name (no suffix)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--families", nargs="+", default=[*FAMILIES, "SNAR_large"])
-    parser.add_argument("--fits", type=Path, default=ROOT / "benchmarks" / "fits" / "alpha_regions")
+    parser.add_argument("--fits", type=Path, default=ROOT / "benchmarks" / "fits" / "readings")
     args = parser.parse_args()
     configs = {DEFAULT: PUConfig()} | {v: parse_variant(v) for v in args.variant}
     args.fits.mkdir(parents=True, exist_ok=True)
