@@ -4,6 +4,7 @@ import pytest
 from sklearn.base import clone
 
 from pulsnar_dask import PULSCAR, PULSNAR, estimate_alpha, make_pu_data
+from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.metrics import classification_metrics
 
 
@@ -144,13 +145,33 @@ def test_bad_options():
         for s in (np.int32(7), 7)
     ]
     assert same[0] == same[1]
+    # a value of the wrong type is refused naming the setting and its type, not met later
+    # by a comparison's TypeError or a failed unpacking
+    for params, message in [
+        ({"claim_overlap": None}, "claim_overlap must be float, got None"),
+        ({"bandwidth_bounds": (0.1,)}, r"bandwidth_bounds must be \(float, float\), got \(0.1,\)"),
+        ({"n_folds": "5"}, "n_folds must be int, got '5'"),
+        ({"n_folds": True}, "n_folds must be int, got True"),
+        ({"max_train_rows": 1e6}, "max_train_rows must be int or None, got 1000000.0"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{message}$"):
+            PULSNAR(**params).fit(d.X, d.label)
+    with pytest.raises(ValueError, match="^exact_density must be bool, got 'yes'$"):
+        PUConfig(exact_density="yes")
+    # numpy scalars and arrays are what they hold
+    config = PUConfig(
+        n_folds=np.int64(3),
+        claim_overlap=np.float32(0.25),
+        exact_density=np.bool_(False),
+        bandwidth_bounds=np.array([0.05, 0.5]),
+    )
+    assert config.n_folds == 3 and config.bandwidth_bounds == (0.05, 0.5)
     # a misspelt XGBoost parameter is refused, not dropped with a warning on a worker
     with pytest.raises(ValueError, match=r"XGBoost has no parameter\(s\) colsample_bytre$"):
         PULSCAR(xgb_params={"colsample_bytre": 0.5, "max_depth": 3}).fit(d.X, d.label)
 
 
 def test_importance_gain_is_row_order_free_and_caps_the_unlabeled():
-    from pulsnar_dask.core.config import PUConfig
     from pulsnar_dask.core.subtypes import importance_gain
 
     d = make_pu_data("scar", 100, 2000, 5, 0.2, class_sep=1.0, random_state=0)
@@ -299,7 +320,6 @@ def test_the_importance_model_gets_the_users_threads_and_each_scoring_the_execut
     """A set n_threads reaches every model; left open, the scorings run with the
     executor's per-task threads and the importance model gets None, for the executor to
     choose (a Dask executor widens it to its host where nothing else runs)."""
-    from pulsnar_dask.core.config import PUConfig
     from pulsnar_dask.pipeline.in_process import InProcessExecutor
     from pulsnar_dask.pipeline.stages import run_pipeline
 

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any
 
+import numpy as np
+
 from pulsnar_dask.core.choices import check_choice
 
 BIN_METHODS = ("square_root", "sturges", "rice", "scott", "fd")
@@ -347,6 +349,9 @@ class PUConfig:
     def __post_init__(self) -> None:
         """Check every value; raise ValueError naming the setting."""
         for f in fields(self):
+            value = getattr(self, f.name)
+            if not _has_type(value, f.metadata["type"]):
+                raise ValueError(f"{f.name} must be {f.metadata['type']}, got {value!r}")
             if f.metadata["choices"]:
                 check_choice(f.name, getattr(self, f.name), f.metadata["choices"])
         object.__setattr__(self, "bandwidth_bounds", tuple(self.bandwidth_bounds))
@@ -387,6 +392,28 @@ class PUConfig:
     def with_(self, **changes: Any) -> PUConfig:
         """Return a copy with some settings changed."""
         return replace(self, **changes)
+
+
+def _is_number(value: Any, kind: type) -> bool:
+    return isinstance(value, kind) and not isinstance(value, bool)
+
+
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "int": lambda v: _is_number(v, numbers.Integral),
+    "float": lambda v: _is_number(v, numbers.Real),
+    "bool": lambda v: isinstance(v, bool | np.bool_),
+    "str": lambda v: isinstance(v, str),
+    "mapping": lambda v: isinstance(v, Mapping),
+    "(float, float)": lambda v: (
+        np.ndim(v) == 1 and len(v) == 2 and all(_is_number(x, numbers.Real) for x in v)
+    ),
+}
+
+
+def _has_type(value: Any, declared: str) -> bool:
+    """Whether ``value`` is of a setting's declared type (``"int or None"`` and the like)."""
+    kind, _, or_none = declared.partition(" or ")
+    return (or_none == "None" and value is None) or _TYPE_CHECKS[kind](value)
 
 
 def default_of(f: Field) -> Any:
