@@ -43,6 +43,19 @@ DEFAULT = "default"
 LARGE_SIZES = (5000, 25000)
 LARGE_ALPHA = 0.2
 REAL_SNAR = ("SNAR_segment", "SNAR_digits", "SNAR_gas", "SNAR_avila", "SNAR_shuttle")
+# What a re-read can change: the alpha reader's settings and how PULSNAR combines clusters.
+READER_OPTIONS = (
+    "alpha_estimator",
+    "alpha_region",
+    "bin_method",
+    "bandwidth_search",
+    "bandwidth_error",
+    "bandwidth_bounds",
+    "kernel_normalization",
+    "exact_density",
+    "tail_fraction",
+    "claim_overlap",
+)
 
 
 def settings(family: str) -> tuple:
@@ -105,7 +118,11 @@ def read(run: dict, config: PUConfig) -> dict:
     def alpha(sub: dict) -> float:
         value = read_alpha(sub["probabilities"], sub["labels"], config, run["seed"]).alpha
         if check and value != sub["alpha"]:
-            raise AssertionError(f"re-read {value} differs from the fit's {sub['alpha']}")
+            raise SystemExit(
+                f"{run['family']} {run['setting']} seed {run['seed']}: the defaults re-read "
+                f"{value}, the kept fit read {sub['alpha']}: fits kept before the defaults "
+                "changed; fit again into a fresh --fits folder"
+            )
         return value
 
     clusters = [SimpleNamespace(**{**sub, "alpha": alpha(sub)}) for sub in run["clusters"]]
@@ -127,10 +144,26 @@ def read(run: dict, config: PUConfig) -> dict:
 
 
 def parse_variant(text: str) -> PUConfig:
-    """``OPTION=JSON[;OPTION=JSON ...]`` as the PUConfig it names."""
+    """``OPTION=JSON[;OPTION=JSON ...]`` (reader options only) as the PUConfig it names."""
+    options = {}
+    for item in filter(None, (part.strip() for part in text.split(";"))):
+        name, equals, value = item.partition("=")
+        name = name.strip()
+        if not equals or name not in READER_OPTIONS:
+            raise SystemExit(
+                f"--variant {text!r}: {item!r} is not OPTION=VALUE with OPTION one of the "
+                f"reader's: {', '.join(READER_OPTIONS)} (the fits are kept, so nothing else "
+                "can change)"
+            )
+        try:
+            options[name] = json.loads(value)
+        except ValueError:
+            raise SystemExit(
+                f"--variant {text!r}: {value!r} is not JSON (text needs double quotes, "
+                'e.g. bin_method="sturges")'
+            ) from None
     try:
-        items = dict(item.split("=", 1) for item in text.split(";"))
-        return PUConfig(**{k.strip(): json.loads(v) for k, v in items.items()})
+        return PUConfig(**options)
     except (ValueError, TypeError) as exc:
         raise SystemExit(f"--variant {text!r}: {exc}") from None
 
@@ -169,7 +202,8 @@ def markdown(table: pd.DataFrame, variants: list[str], seeds: list[int]) -> list
         "`python jobs/compare_readings.py` (see its docstring): in memory, seeds "
         + ", ".join(map(str, seeds))
         + '; per family `method="auto"`\'s per-run MAE with its mean bias, and for each '
-        "variant the paired difference against the defaults (mean +- 95% interval). "
+        "variant the paired difference against the defaults (mean +- 95% interval) and the "
+        "runs it made better or worse (by more than 1e-4). "
         "Every subproblem is re-read with the variant, PULSCAR's too; the clusters are "
         "those the defaults made.",
         "",
@@ -182,13 +216,17 @@ def markdown(table: pd.DataFrame, variants: list[str], seeds: list[int]) -> list
             row = group[group.variant == variant].iloc[0]
             cell = f"{row.mae:.4f} (bias {row.bias:+.4f})"
             if variant != DEFAULT:
-                cell += f", {row.difference:+.4f} +- {row.half_width:.4f}"
+                cell += (
+                    f", {row.difference:+.4f} +- {row.half_width:.4f} "
+                    f"({int(row.better)} better / {int(row.worse)} worse)"
+                )
             cells.append(cell)
         lines.append(f"| {family} | {int(group.runs.iloc[0])} | " + " | ".join(cells) + " |")
     snar = table[table.family.isin(REAL_SNAR)].groupby("variant", sort=False).mae.mean()
-    lines.append(
-        "| real SNAR sets' mean | - | " + " | ".join(f"{snar[v]:.4f}" for v in variants) + " |"
-    )
+    if not snar.empty:
+        lines.append(
+            "| real SNAR sets' mean | - | " + " | ".join(f"{snar[v]:.4f}" for v in variants) + " |"
+        )
     return lines
 
 
@@ -197,9 +235,11 @@ def main() -> None:
     parser.add_argument("--variant", action="append", default=[], metavar="OPTION=JSON[;...]")
     parser.add_argument("--name", default="readings", help="results file name (no suffix)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--families", nargs="+", default=[*FAMILIES, "SNAR_large"])
+    families = [*FAMILIES, "SNAR_large"]
+    parser.add_argument("--families", nargs="+", default=families, choices=families)
     parser.add_argument("--fits", type=Path, default=ROOT / "benchmarks" / "fits" / "readings")
     args = parser.parse_args()
+    args.seeds = list(dict.fromkeys(args.seeds))  # a seed named twice is one run
     configs = {DEFAULT: PUConfig()} | {v: parse_variant(v) for v in args.variant}
     args.fits.mkdir(parents=True, exist_ok=True)
     rows = []
