@@ -544,7 +544,10 @@ def main() -> None:
         help="categorical columns (bank, mushroom) as numeric codes, not categorical",
     )
     args = parser.parse_args()
-    config = PUConfig(**{k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)})
+    try:
+        config = PUConfig(**{k: json.loads(v) for k, v in (i.split("=", 1) for i in args.set)})
+    except (ValueError, TypeError) as exc:  # not OPTION=JSON, or a value PUConfig refuses
+        sys.exit(f"--set {' '.join(args.set)}: {exc} (values are JSON: text in double quotes)")
     args.seeds = args.seeds or (2 if args.quick else 10)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("pulsnar_dask").setLevel(logging.WARNING)

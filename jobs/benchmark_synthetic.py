@@ -53,10 +53,14 @@ def run_one(task: tuple[str, str, float, int, dict]) -> dict:
 
 
 def parse_options(pairs: list[str]) -> dict:
+    """``option=value`` pairs; a value is read as JSON where it is JSON, else as text."""
     options = {}
     for pair in pairs:
         key, _, value = pair.partition("=")
-        options[key] = json.loads(value) if value[:1] in "0123456789-[{tfn" else value
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
     return options
 
 

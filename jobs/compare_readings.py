@@ -1,5 +1,4 @@
-"""The alpha reader's settings on every family, re-read from the same out-of-fold
-probabilities.
+"""The alpha reader's settings on every family, re-read from the same kept fits.
 
 Each run (the families of ``compare_method_choice.py`` and the large synthetic data at
 U=5,000 and 25,000) is fitted once in memory with defaults: PULSNAR (``method="pulsnar"``,
@@ -155,6 +154,8 @@ def parse_variant(text: str) -> PUConfig:
                 f"reader's: {', '.join(READER_OPTIONS)} (the fits are kept, so nothing else "
                 "can change)"
             )
+        if name in options:
+            raise SystemExit(f"--variant {text!r}: {name} is named twice")
         try:
             options[name] = json.loads(value)
         except ValueError:
@@ -162,6 +163,8 @@ def parse_variant(text: str) -> PUConfig:
                 f"--variant {text!r}: {value!r} is not JSON (text needs double quotes, "
                 'e.g. bin_method="sturges")'
             ) from None
+    if not options:
+        raise SystemExit(f"--variant {text!r}: no OPTION=VALUE in it")
     try:
         return PUConfig(**options)
     except (ValueError, TypeError) as exc:
@@ -232,7 +235,14 @@ def markdown(table: pd.DataFrame, variants: list[str], seeds: list[int]) -> list
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variant", action="append", default=[], metavar="OPTION=JSON[;...]")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="OPTION=JSON[;...]",
+        help="reader settings to re-read with, e.g. 'bandwidth_bounds=[0.1, 0.5]' or "
+        "'bin_method=\"sturges\"' (text in JSON's double quotes); repeat for more variants",
+    )
     parser.add_argument("--name", default="readings", help="results file name (no suffix)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     families = [*FAMILIES, "SNAR_large"]

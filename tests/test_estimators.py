@@ -150,13 +150,14 @@ def test_bad_options():
     for params, message in [
         ({"claim_overlap": None}, "claim_overlap must be float, got None"),
         ({"bandwidth_bounds": (0.1,)}, r"bandwidth_bounds must be \(float, float\), got \(0.1,\)"),
+        ({"bandwidth_bounds": (0.1, [0.5])}, r"bandwidth_bounds must be .*, got \(0.1, \[0.5\]\)"),
         ({"n_folds": "5"}, "n_folds must be int, got '5'"),
         ({"n_folds": True}, "n_folds must be int, got True"),
         ({"max_train_rows": 1e6}, "max_train_rows must be int or None, got 1000000.0"),
     ]:
         with pytest.raises(ValueError, match=f"^{message}$"):
             PULSNAR(**params).fit(d.X, d.label)
-    with pytest.raises(ValueError, match="^exact_density must be bool, got 'yes'$"):
+    with pytest.raises(ValueError, match=r"^exact_density must be bool, got 'yes'$"):
         PUConfig(exact_density="yes")
     # numpy scalars and arrays are what they hold
     config = PUConfig(

@@ -405,7 +405,9 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "str": lambda v: isinstance(v, str),
     "mapping": lambda v: isinstance(v, Mapping),
     "(float, float)": lambda v: (
-        np.ndim(v) == 1 and len(v) == 2 and all(_is_number(x, numbers.Real) for x in v)
+        isinstance(v, tuple | list | np.ndarray)
+        and len(v) == 2
+        and all(_is_number(x, numbers.Real) for x in v)
     ),
 }
 
