@@ -353,7 +353,7 @@ class PUConfig:
             if not _has_type(value, f.metadata["type"]):
                 raise ValueError(f"{f.name} must be {f.metadata['type']}, got {value!r}")
             if f.metadata["choices"]:
-                check_choice(f.name, getattr(self, f.name), f.metadata["choices"])
+                check_choice(f.name, value, f.metadata["choices"])
         object.__setattr__(self, "bandwidth_bounds", tuple(self.bandwidth_bounds))
         low, high = self.bandwidth_bounds
         if not 0 < low < high:
