@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import importlib
 import logging
 import os
 import signal
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Sequence
 from dataclasses import fields
@@ -344,6 +346,24 @@ def _synth(args: argparse.Namespace) -> None:
     print(f"wrote {n_rows} rows to {out} (true alpha {true_alpha:.4f}, {generator} generator)")
 
 
+# What the job's client imports only at its end: scikit-learn's calibration models (0.6 s,
+# most of it scipy.stats), imported lazily by pulsnar_dask.core.calibration so that they
+# stay off the start-up.
+LATE_IMPORTS = ("sklearn.isotonic", "sklearn.linear_model")
+
+
+def _import_in_background(modules: Sequence[str]) -> None:
+    """Import ``modules`` on a thread of their own, while this one waits for the cluster
+    to start (or, on an existing one, for the job's first tasks): the job then finds them
+    imported instead of paying for them after its last task."""
+
+    def run() -> None:
+        for name in modules:
+            importlib.import_module(name)
+
+    threading.Thread(target=run, name="pulsnar-late-imports", daemon=True).start()
+
+
 def _run(args: argparse.Namespace) -> dict:
     import pandas as pd
     from distributed import performance_report
@@ -367,6 +387,7 @@ def _run(args: argparse.Namespace) -> dict:
         # file that is not a run's, in the way of the next --overwrite
         output.check_apart_from(args.performance_report, "performance report")
     output.prepare()
+    _import_in_background(LATE_IMPORTS)
     with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
         shown = args.dashboard or _names_a_cluster(args)  # else no dashboard to link to
         logger.info("cluster: %s", (shown and client.dashboard_link) or client.scheduler.address)
@@ -418,14 +439,14 @@ def _run(args: argparse.Namespace) -> dict:
             summary["input"] = args.input
             summary["left_out_columns"] = puf.left_out(result.model.schema.names)
             with _writing(args.out):
-                summary["predictions"] = output.write_predictions(
+                with output.writing_predictions(
                     client, puf.frame, puf.id, puf.label, table
-                )
-                summary["model"] = output.write_model(result.model)
-                page, images = build_report(result, summary)
-                for name, data in images.items():
-                    output.write_bytes(name, data)
-                output.write_bytes("report.html", page.encode())
+                ) as summary["predictions"]:  # the workers write while the report is built
+                    summary["model"] = output.write_model(result.model)
+                    page, images = build_report(result, summary)
+                    for name, data in images.items():
+                        output.write_bytes(name, data)
+                    output.write_bytes("report.html", page.encode())
                 output.write_summary(summary)
                 _stop_if_signalled()
                 output.commit()

@@ -10,16 +10,18 @@ run stays whole until the new one is complete.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import dask.dataframe as dd
 import fsspec
 import pandas as pd
-from distributed import Client
+from distributed import Client, wait
 from fsspec.implementations.local import LocalFileSystem
 
 from pulsnar_dask.core.model import PUModel
@@ -164,20 +166,24 @@ class RunOutput:
             path, top = path.parent, path
         return None if top is None else str(top)
 
-    def write_predictions(
+    @contextlib.contextmanager
+    def writing_predictions(
         self,
         client: Client,
         frame: dd.DataFrame,
         id_col: str,
         label_col: str,
         table: pd.DataFrame,
-    ) -> str:
-        """Have the workers write (id, label, result columns) as Parquet; return the URL
-        the dataset will have once committed.
+    ) -> Iterator[str]:
+        """Have the workers write (id, label, result columns) as Parquet while the body
+        runs (the client builds the report meanwhile); yield the URL the dataset will have
+        once committed.
 
         The result columns are split by row id over as many partitions as the input has
         and joined to the input's (id, label) rows by a shuffle, so each worker receives
-        its share of them, never the whole table.
+        its share of them, never the whole table. Leaving waits for the workers and
+        raises their error; where the body failed it still waits for them, so that
+        nothing is writing into the staging folder as it is discarded.
 
         Parameters
         ----------
@@ -192,7 +198,13 @@ class RunOutput:
         rows = frame[[id_col, label_col]].merge(
             results, left_on=id_col, right_index=True, how="left"
         )
-        return self.write_frame(client, rows)[0]
+        futures = self._submit_frame(client, rows, [])
+        try:
+            yield self._url(f"{self.path}/{PREDICTIONS}")
+        except BaseException:
+            wait(futures)
+            raise
+        client.gather(futures)
 
     def write_frame(
         self, client: Client, rows: dd.DataFrame, compute_with: dict[str, Any] | None = None
@@ -212,6 +224,14 @@ class RunOutput:
         (url, values)
             The dataset's URL once committed, and ``compute_with``'s collections computed.
         """
+        compute_with = compute_with or {}
+        done = client.gather(self._submit_frame(client, rows, list(compute_with.values())))
+        values = dict(zip(compute_with, done[1:], strict=True))
+        return self._url(f"{self.path}/{PREDICTIONS}"), values
+
+    def _submit_frame(self, client: Client, rows: dd.DataFrame, others: list[Any]) -> list[Any]:
+        """Start writing ``rows`` into the staging folder's ``predictions``, computing
+        ``others`` in the same pass: the futures, the writing's first."""
         self.fs.makedirs(self.staging, exist_ok=True)
         write = rows.to_parquet(
             self._url(f"{self.staging}/{PREDICTIONS}"),
@@ -219,12 +239,8 @@ class RunOutput:
             write_index=False,
             compute=False,
         )
-        names = list(compute_with or {})
-        with sent_once():  # write_predictions' result columns, split over the partitions
-            futures = client.compute([write, *(compute_with or {}).values()])
-        done = client.gather(futures)
-        values = dict(zip(names, done[1:], strict=True))
-        return self._url(f"{self.path}/{PREDICTIONS}"), values
+        with sent_once():  # writing_predictions' result columns, split over the partitions
+            return client.compute([write, *others])
 
     def write_model(self, model: PUModel) -> str:
         """Write a run's model (:func:`pulsnar_dask.io.write_model`, staged); return the

@@ -276,10 +276,33 @@ def test_data_sent_once_by_design_draws_no_large_graph_warning(client, tmp_path)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             assert share(client, np.arange(4000)).result().sum() == 4000 * 3999 // 2
-            output.write_predictions(client, frame, "row_id", "label", table)
+            with output.writing_predictions(client, frame, "row_id", "label", table):
+                pass
         assert [str(w.message) for w in caught if LARGE_GRAPH in str(w.message)] == []
         with pytest.warns(UserWarning, match=LARGE_GRAPH):  # what it is without them
             client.submit(len, np.arange(4000)).result()
     output.commit()
     written = pd.read_parquet(tmp_path / "out" / "predictions").sort_values("row_id")
     np.testing.assert_allclose(written["probability"], table["probability"])
+
+
+def test_a_failed_report_waits_for_the_predictions_before_the_staging_goes(client, tmp_path):
+    """The workers write the predictions while the client builds the report; where the
+    report fails, leaving waits for every partition to be written, so that discarding the
+    staging folder leaves nothing behind."""
+    frame = dd.from_pandas(
+        pd.DataFrame({"row_id": np.arange(40_000), "label": np.arange(40_000) % 2}),
+        npartitions=8,
+    )
+    table = pd.DataFrame({"probability": np.linspace(0, 1, 40_000)}, index=np.arange(40_000))
+    output = RunOutput(str(tmp_path / "out"))
+    output.prepare()
+    with (
+        pytest.raises(RuntimeError, match="the report failed"),
+        output.writing_predictions(client, frame, "row_id", "label", table),
+    ):
+        raise RuntimeError("the report failed")
+    staged = tmp_path / "out" / output.staging.rsplit("/", 1)[1] / "predictions"
+    assert len(list(staged.glob("*.parquet"))) == 8  # every partition written already
+    output.discard_staging()
+    assert not (tmp_path / "out").exists()
