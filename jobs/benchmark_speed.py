@@ -38,32 +38,42 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("/tmp/pulsnar-speed"))
     parser.add_argument("--alpha", type=float, default=0.2)
     args = parser.parse_args()
-    rows = []
+    data = {}
+    for method, scenario in (("pulscar", "scar"), ("pulsnar", "snar")):
+        path = args.data / f"{scenario}_5000_100000_100"
+        data[method] = path, synthetic_parquet(path, scenario, 5000, 100_000, 100, args.alpha)
+    # The local runs first, with no other cluster alive: an idle separately started one
+    # (its scheduler's and workers' event loops) slowed them by 0.2-0.3 s on 2 cores.
+    rows = runs(data, "local", [], args)
     with tempfile.TemporaryDirectory() as tmp, ProcessCluster(tmp, n_workers=2) as cluster:
-        for method, scenario in (("pulscar", "scar"), ("pulsnar", "snar")):
-            path = args.data / f"{scenario}_5000_100000_100"
-            true_alpha = synthetic_parquet(path, scenario, 5000, 100_000, 100, args.alpha)
-            for setup, where in (("local", []), ("existing", ["--scheduler", cluster.address])):
-                for repeat in range(args.repeats):
-                    out = args.data / f"out_{method}_{setup}"
-                    summary = timed_run(
-                        ["--input", str(path), "--method", method, "--out", str(out), *where]
-                    )
-                    rows.append(
-                        {
-                            "method": method,
-                            "setup": setup,
-                            "repeat": repeat,
-                            "wall_s": summary["wall_s"],
-                            "job_s": summary["seconds"],
-                            "peak_rss_mib": summary["peak_rss_mib"],
-                            "alpha": summary["alpha"],
-                            "true_alpha": true_alpha,
-                            "n_clusters": summary["n_clusters"],
-                        }
-                    )
-                    print(rows[-1], flush=True)
+        rows += runs(data, "existing", ["--scheduler", cluster.address], args)
     write(pd.DataFrame(rows))
+
+
+def runs(data: dict, setup: str, where: list[str], args: argparse.Namespace) -> list[dict]:
+    """``args.repeats`` runs of each method's data on one setup: their figures."""
+    rows = []
+    for method, (path, true_alpha) in data.items():
+        for repeat in range(args.repeats):
+            out = args.data / f"out_{method}_{setup}"
+            summary = timed_run(
+                ["--input", str(path), "--method", method, "--out", str(out), *where]
+            )
+            rows.append(
+                {
+                    "method": method,
+                    "setup": setup,
+                    "repeat": repeat,
+                    "wall_s": summary["wall_s"],
+                    "job_s": summary["seconds"],
+                    "peak_rss_mib": summary["peak_rss_mib"],
+                    "alpha": summary["alpha"],
+                    "true_alpha": true_alpha,
+                    "n_clusters": summary["n_clusters"],
+                }
+            )
+            print(rows[-1], flush=True)
+    return rows
 
 
 def write(runs: pd.DataFrame) -> None:

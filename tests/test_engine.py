@@ -1,5 +1,6 @@
 """The engine's two scoring paths on a local multi-process cluster."""
 
+import logging
 import warnings
 
 import dask
@@ -9,7 +10,7 @@ import pandas as pd
 import pytest
 from helpers import run_cli, small_snar
 
-from pulsnar_dask import PULSNAR, make_pu_data
+from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.subproblem import subproblems_alpha
@@ -184,6 +185,66 @@ def test_the_importance_model_widens_only_when_its_threads_are_left_open_and_idl
     assert lone_task_threads(None, 1, busy=False, per_task=1) == (1, False)
     for asked in (3, 1, 0, -1):
         assert lone_task_threads(asked, 4, busy=False, per_task=1) == (asked, False)
+
+
+def test_a_scorings_last_round_of_folds_takes_the_threads_left_idle():
+    """Five folds on two threads run in three rounds, the last one fold beside an idle
+    thread: that fold waits and takes both. Nothing widens where the rounds are full,
+    where a fold would get one thread anyway, where the user set the threads, where the
+    cluster is busy, or across hosts."""
+    from pulsnar_dask.dask_executor.engine import tail_fold_threads
+
+    assert tail_fold_threads(5, None, 2, one_host=True, busy=False) == (1, 2)
+    assert tail_fold_threads(5, None, 4, one_host=True, busy=False) == (1, 4)
+    assert tail_fold_threads(6, None, 4, one_host=True, busy=False) == (2, 2)
+    assert tail_fold_threads(3, None, 8, one_host=True, busy=False) == (3, 2)  # one round
+    assert tail_fold_threads(4, None, 2, one_host=True, busy=False) == (0, 0)
+    assert tail_fold_threads(5, None, 8, one_host=True, busy=False) == (0, 0)
+    assert tail_fold_threads(5, 1, 2, one_host=True, busy=False) == (0, 0)
+    assert tail_fold_threads(5, None, 2, one_host=True, busy=True) == (0, 0)
+    assert tail_fold_threads(5, None, 2, one_host=False, busy=False) == (0, 0)
+
+
+def _openmp_threads(threads):
+    import os
+
+    from threadpoolctl import threadpool_info
+
+    from pulsnar_dask.dask_executor.engine import widened
+
+    def limit():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"]
+
+    with widened(threads) as granted:
+        inside = limit()
+    return os.environ.get("OMP_NUM_THREADS"), limit(), inside, granted, len(os.sched_getaffinity(0))
+
+
+def test_a_widened_task_lifts_the_workers_openmp_limit(client):
+    """Workers start with OMP_NUM_THREADS=1, which caps XGBoost's threads whatever its
+    nthread: a widened task (the importance model, a scoring's last folds) lifts
+    OpenMP's limit to its threads while it runs, up to the cores it may run on."""
+    import xgboost  # noqa: F401 - loads the OpenMP runtime in this process's workers
+
+    env, before, inside, granted, cores = client.submit(_openmp_threads, 2, pure=False).result()
+    assert env == "1" and before and set(before) == {1}
+    assert granted == min(2, cores)
+    assert set(inside) == {granted}
+    assert client.submit(_openmp_threads, 64, pure=False).result()[3] == cores
+
+
+def test_pulscar_with_its_last_fold_widened_matches_the_in_memory_estimator(client, data, caplog):
+    """PULSCAR's five folds on two workers: the last waits for the others and trains on
+    both threads; XGBoost's model is the same, so alpha and every probability equal the
+    in-memory estimator's."""
+    puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
+    with caplog.at_level(logging.DEBUG, logger="pulsnar_dask.dask_executor.engine"):
+        result = run_job(client, puf, method="pulscar", seed=3, engine="task")
+    assert "the last 1 fold(s) wait for the others and train on 2 threads" in caplog.text
+    _, d = data
+    est = PULSCAR(random_state=3, n_jobs=1).fit(d.X, d.label)
+    assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
+    np.testing.assert_allclose(result.probability, est.oof_proba_, rtol=0, atol=1e-12)
 
 
 def test_unlabeled_cap_runs_in_both_engines(client, data):

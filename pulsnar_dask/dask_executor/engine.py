@@ -157,11 +157,15 @@ def _training_rows(pieces) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return take_rows(np.argsort(ids, kind="stable"), X, labels, folds)
 
 
-def _fold_model_task(training, fold, request: ScoreRequest) -> bytes:
+def _fold_model_task(training, fold, request: ScoreRequest, widened_to: int = 0, *after) -> bytes:
+    """One fold's model; ``widened_to``: XGBoost threads of a fold that waited for
+    ``after`` (the other folds) to use the idle threads of its host
+    (:func:`tail_fold_threads`)."""
     X, y, folds = training
     config = request.config
-    params = booster_params(config.xgb_params, request.seed, config.n_threads)
-    return fold_model(X, y, folds, fold, params, config.n_rounds, None, request.feature_types)
+    with widened(widened_to) if widened_to else contextlib.nullcontext(config.n_threads) as n:
+        params = booster_params(config.xgb_params, request.seed, n)
+        return fold_model(X, y, folds, fold, params, config.n_rounds, None, request.feature_types)
 
 
 def _predicted_piece(part, request: ScoreRequest, label, id_col, hashes, copies, models):
@@ -202,12 +206,27 @@ def share(client: Client, value: Any) -> Future:
         return client.submit(_identity, value, pure=False)
 
 
-def _gain_task(parts, schema: FeatureSchema, label, id_col, config, seed, widened: bool):
+@contextlib.contextmanager
+def widened(threads: int) -> Iterator[int]:
+    """Let a task's XGBoost model use ``threads`` threads of its host, no more than its
+    worker's process may run on: yield that count.
+
+    A local cluster's workers start with ``OMP_NUM_THREADS=1`` (Dask's nanny sets it,
+    and so one worker's NumPy does not take every core), and XGBoost caps its threads by
+    OpenMP's limit whatever its ``nthread``: the limit is lifted while the task runs.
+    """
+    from threadpoolctl import threadpool_limits
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    threads = min(threads, cores or os.cpu_count() or 1)
+    with threadpool_limits(threads, user_api="openmp"):
+        yield threads
+
+
+def _gain_task(parts, schema: FeatureSchema, label, id_col, config, seed, widen: bool):
     X, y, ids = _rows(parts, schema.names, label, id_col)
-    if widened:  # a host's threads: no more than this worker's process may run on
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-        config = config.with_(n_threads=min(config.n_threads, cores or os.cpu_count() or 1))
-    return importance_gain(X, y, ids, config, seed, schema.feature_types())
+    with widened(config.n_threads) if widen else contextlib.nullcontext(config.n_threads) as n:
+        return importance_gain(X, y, ids, config.with_(n_threads=n), seed, schema.feature_types())
 
 
 def _trainable_part(part, id_col, label, thresholds, seed):
@@ -266,6 +285,43 @@ def lone_task_threads(
     if busy or host_threads <= per_task:
         return per_task, False
     return host_threads, True
+
+
+def tail_fold_threads(
+    n_folds: int, asked: int | None, threads: int, one_host: bool, busy: bool
+) -> tuple[int, int]:
+    """How a scoring's last round of folds uses the threads the other folds leave idle.
+
+    Five folds on two single-threaded workers run in three rounds, the last of them one
+    fold beside an idle worker. Such folds wait for the others and then train with the
+    idle threads too: XGBoost's model is the same whatever its thread count (its
+    histogram method sums in a fixed order).
+
+    Parameters
+    ----------
+    n_folds : int
+        The scoring's fold models (the only models of their fan-out).
+    asked : int or None
+        The user's ``n_threads`` (other than one per task, the pipeline's default on a
+        cluster); set, nothing is widened.
+    threads : int
+        The workers' threads.
+    one_host : bool
+        Whether the workers all run on one host (a fold's threads cannot span hosts).
+    busy : bool
+        Whether the cluster runs other tasks (another job's) as the folds are sent.
+
+    Returns
+    -------
+    (waiting, widened_to)
+        The last ``waiting`` folds wait for the others and train with ``widened_to``
+        threads each; ``(0, 0)``: none.
+    """
+    last_round = n_folds % threads
+    if asked is not None or busy or not one_host or not last_round:
+        return 0, 0
+    widened_to = threads // last_round
+    return (last_round, widened_to) if widened_to > 1 else (0, 0)
 
 
 def _round_robin(workers: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -372,6 +428,7 @@ class DaskExecutor:
         self.engine = choose_engine(workers, n_train, len(self.features), self.requested_engine)
         self._placements = _round_robin(workers)
         self._largest_host = largest_host(workers)
+        self._one_host = len(self._largest_host[1]) == len(workers)
         true = None
         if puf.true_label:
             true = check_true_labels(
@@ -542,6 +599,22 @@ class DaskExecutor:
         per fold (``task``) or on ``xgboost.dask`` (``dask``), then every row scored on
         the worker that holds it: only ids and probabilities come back."""
         puf, pending = self.puf, []
+        tail = (0, 0)
+        if len(requests) == 1 and self.engine == "task":  # its folds are the whole fan-out
+            n_threads = requests[0].config.n_threads
+            tail = tail_fold_threads(
+                requests[0].config.n_folds,
+                None if n_threads == self.threads else n_threads,  # one per task: the default
+                self._largest_host[0],
+                self._one_host,
+                any(self.client.processing().values()),  # before this scoring's tasks
+            )
+            if tail[0]:
+                logger.debug(
+                    "%s: the last %d fold(s) wait for the others and train on %d threads",
+                    requests[0].name,
+                    *tail,
+                )
         for r in requests:
             row_ids, labels = self._request_rows(r)
             check_subproblem(labels, r.config)
@@ -555,7 +628,7 @@ class DaskExecutor:
                 models = self._dask_models(r, rows, thresholds)
                 fitted = share(self.client, models)  # sent once, not with every partition
             else:
-                models = fitted = self._task_models(r, rows, thresholds)
+                models = fitted = self._task_models(r, rows, thresholds, tail)
             predicted = [
                 self.client.submit(
                     _predicted_piece,
@@ -582,10 +655,15 @@ class DaskExecutor:
             out.append(Scored(row_ids, labels, proba[order], models))
         return out
 
-    def _task_models(self, request: ScoreRequest, rows: tuple, thresholds) -> list[Future]:
+    def _task_models(
+        self, request: ScoreRequest, rows: tuple, thresholds, tail: tuple[int, int]
+    ) -> list[Future]:
         """Fold models as tasks: the training rows (bounded by the training subsample)
         gathered to one worker, then one task per fold, dealt to the workers in turn so
-        the folds (and the subproblems of a fan-out) train side by side."""
+        the folds (and the subproblems of a fan-out) train side by side. ``tail``: how
+        the last round of folds widens (:func:`tail_fold_threads`)."""
+        n_folds = request.config.n_folds
+        waiting, widened_to = tail
         pieces = [
             self.client.submit(_training_piece, part, *rows, thresholds, self._shared_copies)
             for part in self.parts
@@ -595,17 +673,22 @@ class DaskExecutor:
         )
         # task keys name the work (``cluster2-it0-fold3-<id>``), so the dashboard's task
         # stream shows which subproblems run side by side
-        return [
-            self.client.submit(
-                _fold_model_task,
-                training,
-                fold,
-                rows[0],  # the request, shared: its id arrays are not sent once per fold
-                key=f"{request.name}-fold{fold}-{uuid.uuid4().hex[:8]}",
-                **next(self._placements),
+        models = []
+        for fold in range(n_folds):
+            widen = fold >= n_folds - waiting
+            models.append(
+                self.client.submit(
+                    _fold_model_task,
+                    training,
+                    fold,
+                    rows[0],  # the request, shared: its id arrays are not sent once per fold
+                    widened_to if widen else 0,
+                    *(models[: n_folds - waiting] if widen else []),
+                    key=f"{request.name}-fold{fold}-{uuid.uuid4().hex[:8]}",
+                    **next(self._placements),
+                )
             )
-            for fold in range(request.config.n_folds)
-        ]
+        return models
 
     def _dask_models(self, request: ScoreRequest, rows: tuple, thresholds) -> list[bytes]:
         """Fold models on ``xgboost.dask``, each trained over all workers on their own
