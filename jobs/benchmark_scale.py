@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import psutil
+import pyarrow.parquet as pq
 from common import RESULTS, synthetic_parquet, timed_run
 
 from pulsnar_dask.dask_executor.connect import ProcessCluster
+from pulsnar_dask.io import DEFAULT_TRUE_LABEL
 
 # The run's stages, by the first words of the log line that starts each.
 STAGES = {
@@ -81,6 +84,19 @@ def main() -> None:
         help="then score the largest input with the largest run's saved model",
     )
     parser.add_argument("--xgb-params", default=None, help="passed on to each run (a JSON object)")
+    parser.add_argument(
+        "--without-truth",
+        action="store_true",
+        help="run on a copy of the data without its true-label column, as a user's data is "
+        "(no metrics, so no PULSCAR baseline beside the retrain); alpha is still checked "
+        "against the data's true alpha",
+    )
+    parser.add_argument(
+        "--no-performance-report",
+        action="store_true",
+        help="do not have the largest run save Dask's performance report (which the run "
+        "renders before it ends)",
+    )
     parser.add_argument("--name", default="scale", help="results file name")
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
@@ -95,10 +111,12 @@ def main() -> None:
             true_alpha = synthetic_parquet(
                 path, "snar", n_unlab // 20, n_unlab, 100, 0.2, partitions=partitions, chunked=True
             )
+            if args.without_truth:
+                path = without_truth(path)
             extra = ["--n-clusters", str(args.n_clusters)] if args.n_clusters else []
             extra += ["--calibrate"] * args.calibrate + ["--classify"] * args.classify
             extra += ["--xgb-params", args.xgb_params] if args.xgb_params else []
-            if n_unlab == max(args.sizes):
+            if n_unlab == max(args.sizes) and not args.no_performance_report:
                 extra += [
                     "--performance-report",
                     str(RESULTS / f"{args.name}_performance_report.html"),
@@ -138,6 +156,19 @@ def main() -> None:
     write(args, pd.DataFrame(rows), pd.DataFrame(stages), pd.DataFrame(seconds), scoring)
 
 
+def without_truth(path: Path) -> Path:
+    """A copy of the dataset at ``path`` without its true-label column (made once, file by
+    file, beside it)."""
+    copy = path.with_name(f"{path.name}_without_truth")
+    if not (copy / "_true_alpha").exists():
+        copy.mkdir(exist_ok=True)
+        for part in sorted(path.glob("*.parquet")):
+            table = pq.read_table(part)
+            pq.write_table(table.drop_columns([DEFAULT_TRUE_LABEL]), copy / part.name)
+        shutil.copy(path / "_true_alpha", copy / "_true_alpha")
+    return copy
+
+
 def score_run(args: argparse.Namespace, address: str, workers, fitted: dict) -> dict:
     """``pulsnar-dask score`` of the largest input with the model its run saved."""
     path = args.data / f"snar_{fitted['n_unlabeled']}"
@@ -174,8 +205,13 @@ def write(
     options = " ".join(
         f"--{k.replace('_', '-')}" + ("" if v is True else f" {shlex.quote(str(v))}")
         for k, v in vars(args).items()
-        if k in ("memory_limit", "nanny", "calibrate", "classify", "n_clusters", "xgb_params") and v
-    )
+        if k
+        in (
+            "memory_limit", "nanny", "calibrate", "classify", "n_clusters", "xgb_params",
+            "without_truth", "no_performance_report",
+        )
+        and v
+    )  # fmt: skip
     lines = [
         f"# {args.method.upper()} scale run: {args.workers} separately started workers, "
         f"P = U/20, 100 features ({options})",
