@@ -152,16 +152,19 @@ def main() -> None:
                 {"n_rows": n_rows, **{s: round(e - b, 1) for s, b, e in stage_spans(summary)}}
             )
             print(rows[-1], stages[-1], seconds[-1], flush=True)
-        scoring = score_run(args, cluster.address, workers, rows[-1]) if args.score else None
+        scoring = score_run(args, cluster.address, workers, path) if args.score else None
     write(args, pd.DataFrame(rows), pd.DataFrame(stages), pd.DataFrame(seconds), scoring)
 
 
 def without_truth(path: Path) -> Path:
-    """A copy of the dataset at ``path`` without its true-label column (made once, file by
-    file, beside it)."""
+    """A copy of the dataset at ``path`` without its true-label column, beside it (made
+    again where the dataset was written after it; its ``_true_alpha``, copied last, marks
+    a whole copy)."""
     copy = path.with_name(f"{path.name}_without_truth")
-    if not (copy / "_true_alpha").exists():
-        copy.mkdir(exist_ok=True)
+    marker = copy / "_true_alpha"
+    if not marker.exists() or marker.stat().st_mtime < (path / "_true_alpha").stat().st_mtime:
+        shutil.rmtree(copy, ignore_errors=True)
+        copy.mkdir()
         for part in sorted(path.glob("*.parquet")):
             table = pq.read_table(part)
             pq.write_table(table.drop_columns([DEFAULT_TRUE_LABEL]), copy / part.name)
@@ -169,9 +172,9 @@ def without_truth(path: Path) -> Path:
     return copy
 
 
-def score_run(args: argparse.Namespace, address: str, workers, fitted: dict) -> dict:
-    """``pulsnar-dask score`` of the largest input with the model its run saved."""
-    path = args.data / f"snar_{fitted['n_unlabeled']}"
+def score_run(args: argparse.Namespace, address: str, workers, path: Path) -> dict:
+    """``pulsnar-dask score`` of the largest input (at ``path``, the last run's) with the
+    model its run saved."""
     summary = timed_run(
         ["--model", str(args.data / "out"), "--input", str(path), "--out",
          str(args.data / "scored"), "--scheduler", address],

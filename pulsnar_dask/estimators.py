@@ -179,7 +179,9 @@ class PULSCAR(BaseEstimator):
             names = [str(c) for c in X.columns]
             categorical = categorical_columns(X.dtypes, names, declared)
             puf = PUFrame(frame, names, label, row_id, None, categorical, names)
-            executor = DaskExecutor(client, puf, max_train_rows=config.max_train_rows)
+            executor = DaskExecutor(
+                client, puf, max_train_rows=config.max_train_rows, n_threads=config.n_threads
+            )
         else:
             from pulsnar_dask.pipeline.in_process import InProcessExecutor
 

@@ -21,6 +21,7 @@ from typing import Any
 import dask.dataframe as dd
 import fsspec
 import pandas as pd
+from dask.core import get_dependencies
 from distributed import Client, wait
 from fsspec.implementations.local import LocalFileSystem
 
@@ -181,9 +182,12 @@ class RunOutput:
 
         The result columns are split by row id over as many partitions as the input has
         and joined to the input's (id, label) rows by a shuffle, so each worker receives
-        its share of them, never the whole table. Leaving waits for the workers and
-        raises their error; where the body failed it still waits for them, so that
-        nothing is writing into the staging folder as it is discarded.
+        its share of them, never the whole table. Leaving waits for every partition's
+        write to end and then raises the first error. Each partition's write has a future
+        of its own: a failed one fails the whole write at once, while the others still run,
+        and waiting for them all is what keeps a file from landing in the staging folder
+        after it is discarded. Where the body failed too, its error is raised and the
+        write's is logged.
 
         Parameters
         ----------
@@ -198,12 +202,21 @@ class RunOutput:
         rows = frame[[id_col, label_col]].merge(
             results, left_on=id_col, right_index=True, how="left"
         )
-        futures = self._submit_frame(client, rows, [])
+        write = self._parquet_write(rows).optimize()
+        graph = dict(write.__dask_graph__())
+        (final,) = write.__dask_keys__()
+        parts = sorted(get_dependencies(graph, final), key=str)
+        with sent_once():  # the result columns, split over the partitions
+            futures = client.get(graph, [final, *parts], sync=False)
         try:
             yield self._url(f"{self.path}/{PREDICTIONS}")
         except BaseException:
             wait(futures)
+            failed = next((f for f in futures if f.status == "error"), None)
+            if failed is not None:
+                logger.error("writing the predictions failed too: %s", failed.exception())
             raise
+        wait(futures)
         client.gather(futures)
 
     def write_frame(
@@ -225,22 +238,21 @@ class RunOutput:
             The dataset's URL once committed, and ``compute_with``'s collections computed.
         """
         compute_with = compute_with or {}
-        done = client.gather(self._submit_frame(client, rows, list(compute_with.values())))
+        with sent_once():
+            futures = client.compute([self._parquet_write(rows), *compute_with.values()])
+        done = client.gather(futures)
         values = dict(zip(compute_with, done[1:], strict=True))
         return self._url(f"{self.path}/{PREDICTIONS}"), values
 
-    def _submit_frame(self, client: Client, rows: dd.DataFrame, others: list[Any]) -> list[Any]:
-        """Start writing ``rows`` into the staging folder's ``predictions``, computing
-        ``others`` in the same pass: the futures, the writing's first."""
+    def _parquet_write(self, rows: dd.DataFrame) -> Any:
+        """The lazy write of ``rows`` into the staging folder's ``predictions``."""
         self.fs.makedirs(self.staging, exist_ok=True)
-        write = rows.to_parquet(
+        return rows.to_parquet(
             self._url(f"{self.staging}/{PREDICTIONS}"),
             storage_options=self.storage_options,
             write_index=False,
             compute=False,
         )
-        with sent_once():  # writing_predictions' result columns, split over the partitions
-            return client.compute([write, *others])
 
     def write_model(self, model: PUModel) -> str:
         """Write a run's model (:func:`pulsnar_dask.io.write_model`, staged); return the

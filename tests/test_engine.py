@@ -215,22 +215,31 @@ def _openmp_threads(threads):
     def limit():
         return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"]
 
+    before = limit()
     with widened(threads) as granted:
         inside = limit()
-    return os.environ.get("OMP_NUM_THREADS"), limit(), inside, granted, len(os.sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0))
+    return os.environ.get("OMP_NUM_THREADS"), before, inside, limit(), granted, cores
 
 
-def test_a_widened_task_lifts_the_workers_openmp_limit(client):
+def test_a_widened_task_lifts_the_workers_openmp_limit(fresh_client):
     """Workers start with OMP_NUM_THREADS=1, which caps XGBoost's threads whatever its
     nthread: a widened task (the importance model, a scoring's last folds) lifts
-    OpenMP's limit to its threads while it runs, up to the cores it may run on."""
-    import xgboost  # noqa: F401 - loads the OpenMP runtime in this process's workers
+    OpenMP's limit to its threads while it runs, up to the cores it may run on, even as
+    the first task of a fresh worker that has not loaded XGBoost's OpenMP yet."""
+    import inspect
 
-    env, before, inside, granted, cores = client.submit(_openmp_threads, 2, pure=False).result()
-    assert env == "1" and before and set(before) == {1}
+    # defined in __main__, which distributed sends by value: sent by reference, the
+    # worker would import this module, and with it scikit-learn's OpenMP runtime
+    namespace = {"__name__": "__main__"}
+    exec(inspect.getsource(_openmp_threads), namespace)
+    task = namespace["_openmp_threads"]
+    env, before, inside, after, granted, cores = fresh_client.submit(task, 2).result()
+    assert env == "1" and before == []  # no OpenMP runtime loaded before the task
     assert granted == min(2, cores)
     assert set(inside) == {granted}
-    assert client.submit(_openmp_threads, 64, pure=False).result()[3] == cores
+    assert set(after) == {1}  # the workers' limit again once the task ends
+    assert fresh_client.submit(task, 64).result()[4] == cores
 
 
 def test_pulscar_with_its_last_fold_widened_matches_the_in_memory_estimator(client, data, caplog):
@@ -245,6 +254,11 @@ def test_pulscar_with_its_last_fold_widened_matches_the_in_memory_estimator(clie
     est = PULSCAR(random_state=3, n_jobs=1).fit(d.X, d.label)
     assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
     np.testing.assert_allclose(result.probability, est.oof_proba_, rtol=0, atol=1e-12)
+    caplog.clear()  # threads the user set are kept, one included
+    with caplog.at_level(logging.DEBUG, logger="pulsnar_dask.dask_executor.engine"):
+        one = run_job(client, puf, "pulscar", PUConfig(n_threads=1), seed=3, engine="task")
+    assert "wait for the others" not in caplog.text
+    assert one.alpha == pytest.approx(est.alpha_, abs=1e-12)
 
 
 def test_unlabeled_cap_runs_in_both_engines(client, data):
@@ -367,3 +381,43 @@ def test_a_failed_report_waits_for_the_predictions_before_the_staging_goes(clien
     assert len(list(staged.glob("*.parquet"))) == 8  # every partition written already
     output.discard_staging()
     assert not (tmp_path / "out").exists()
+
+
+def test_a_failed_partition_write_is_waited_for_and_raised(client, tmp_path, caplog):
+    """One partition's file cannot be written (a folder is in its way): leaving waits for
+    every partition's write to end and raises that error, and discarding the staging
+    folder then leaves nothing behind. Where the report failed as well, its error is
+    raised and the write's is logged."""
+    frame = dd.from_pandas(
+        pd.DataFrame({"row_id": np.arange(4000), "label": np.arange(4000) % 2}), npartitions=4
+    )
+    table = pd.DataFrame({"probability": np.linspace(0, 1, 4000)}, index=np.arange(4000))
+
+    def blocked_output(name):
+        output = RunOutput(str(tmp_path / name))
+        output.prepare()
+        blocked = tmp_path / name / output.staging.rsplit("/", 1)[1] / "predictions"
+        (blocked / "part.2.parquet").mkdir(parents=True)
+        return output, blocked
+
+    output, staged = blocked_output("out")
+    with (
+        pytest.raises(IsADirectoryError),
+        output.writing_predictions(client, frame, "row_id", "label", table),
+    ):
+        pass
+    assert sorted(p.name for p in staged.glob("part.*.parquet") if p.is_file()) == [
+        "part.0.parquet", "part.1.parquet", "part.3.parquet"
+    ]  # fmt: skip
+    output.discard_staging()
+    assert not (tmp_path / "out").exists()
+    output, _ = blocked_output("out2")
+    with (
+        caplog.at_level(logging.ERROR, logger="pulsnar_dask.outputs"),
+        pytest.raises(RuntimeError, match="the report failed"),
+        output.writing_predictions(client, frame, "row_id", "label", table),
+    ):
+        raise RuntimeError("the report failed")
+    assert "writing the predictions failed too" in caplog.text
+    output.discard_staging()
+    assert not (tmp_path / "out2").exists()

@@ -239,7 +239,8 @@ class PUConfig:
         None,
         "XGBoost threads per model; none: one per task on a Dask cluster (on the task "
         "engine the importance model, which its job trains alone, takes every thread of "
-        "its host while no other job's tasks run), XGBoost's default in process.",
+        "its host while no other job's tasks run, and so does the last round of folds of "
+        "a scoring that runs alone), XGBoost's default in process.",
         type="int or None",
     )
     max_clusters: int = option(

@@ -214,7 +214,10 @@ def widened(threads: int) -> Iterator[int]:
     A local cluster's workers start with ``OMP_NUM_THREADS=1`` (Dask's nanny sets it,
     and so one worker's NumPy does not take every core), and XGBoost caps its threads by
     OpenMP's limit whatever its ``nthread``: the limit is lifted while the task runs.
+    XGBoost is imported first: a limit can only be lifted in an OpenMP runtime already
+    loaded, and a worker not forked from the preloaded server may not have loaded one.
     """
+    import xgboost  # noqa: F401 - loads the OpenMP runtime whose limit is lifted
     from threadpoolctl import threadpool_limits
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
@@ -302,8 +305,7 @@ def tail_fold_threads(
     n_folds : int
         The scoring's fold models (the only models of their fan-out).
     asked : int or None
-        The user's ``n_threads`` (other than one per task, the pipeline's default on a
-        cluster); set, nothing is widened.
+        The user's ``n_threads``; set, nothing is widened.
     threads : int
         The workers' threads.
     one_host : bool
@@ -366,6 +368,10 @@ class DaskExecutor:
         The most rows a model trains on, which sizes ``engine="auto"``'s choice: the
         ``max_train_rows`` of the settings the pipeline runs with (as :func:`run_job`
         and the estimators pass it); ``None``: all.
+    n_threads : int or None
+        The user's ``n_threads`` of those settings; set, no model is widened to the
+        threads of its host (:func:`tail_fold_threads`; the importance model is told
+        by the pipeline).
     """
 
     threads = 1  # parallelism comes from concurrent tasks: one XGBoost thread each
@@ -377,6 +383,7 @@ class DaskExecutor:
         engine: str = "auto",
         show_progress: bool = False,
         max_train_rows: int | None = PUConfig.max_train_rows,
+        n_threads: int | None = PUConfig.n_threads,
     ):
         check_choice("engine", engine, ENGINES, PUError)
         self.client = client
@@ -385,6 +392,7 @@ class DaskExecutor:
         self.requested_engine = self.engine = engine
         self.show_progress = show_progress
         self.max_train_rows = max_train_rows
+        self.asked_threads = n_threads
 
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Settle the schema (the categorical features' categories are counted on the
@@ -601,10 +609,9 @@ class DaskExecutor:
         puf, pending = self.puf, []
         tail = (0, 0)
         if len(requests) == 1 and self.engine == "task":  # its folds are the whole fan-out
-            n_threads = requests[0].config.n_threads
             tail = tail_fold_threads(
                 requests[0].config.n_folds,
-                None if n_threads == self.threads else n_threads,  # one per task: the default
+                self.asked_threads,
                 self._largest_host[0],
                 self._one_host,
                 any(self.client.processing().values()),  # before this scoring's tasks
@@ -751,8 +758,10 @@ def run_job(
     -------
     JobResult
     """
-    max_train_rows = (config or PUConfig()).max_train_rows
-    executor = DaskExecutor(client, puf, engine, show_progress, max_train_rows)
+    config = config or PUConfig()
+    executor = DaskExecutor(
+        client, puf, engine, show_progress, config.max_train_rows, config.n_threads
+    )
     return run_pipeline(
         executor,
         method=method,

@@ -5,8 +5,8 @@ XGBoost, which the client itself does not import; PULSNAR's mixtures import
 scikit-learn on their first fit), then freezes those objects for the garbage collector,
 as Python's documentation advises before forking (``gc.freeze``): forked workers share
 the pages instead of copying them as their collections walk each object, and the server
-exits without walking them either. The collector is off while the modules import, and
-on again for the workers. It is the fork server's preload, not a module to
+exits without walking them either. The collector is off while the modules import. It is
+the fork server's preload, not a module to
 import elsewhere.
 
 Ctrl-C reaches every process of the terminal's process group. The command stops the job
@@ -27,11 +27,13 @@ signal.signal(signal.SIGINT, signal.SIG_IGN)  # first: the imports below take se
 # No collections while importing: they would walk the new modules' objects again and
 # again (0.15-0.25 s of the 1.3-1.5 s these imports take); the workers wait for them.
 gc.disable()
+try:
+    import distributed  # noqa: F401
+    import xgboost  # noqa: F401
 
-import distributed  # noqa: E402, F401
-import xgboost  # noqa: E402, F401
-
-import pulsnar_dask.dask_executor.engine  # noqa: E402, F401
+    import pulsnar_dask.dask_executor.engine  # noqa: F401
+finally:  # a failed import (which the fork server swallows) must not leave it off
+    gc.enable()
 
 
 class OneLineErrors(logging.Filter):
@@ -50,4 +52,3 @@ for handler in logging.getLogger("distributed").handlers:
     handler.addFilter(OneLineErrors())
 
 gc.freeze()
-gc.enable()  # in the workers forked from here
