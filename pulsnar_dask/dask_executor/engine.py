@@ -431,6 +431,9 @@ class DaskExecutor:
             ids, table[CONTENT].to_numpy(), lambda: self._get(distinct).to_numpy()
         )
         self._shared_copies = share(self.client, self.copies)
+        # settled here (milliseconds: the partitions are held already), so that the
+        # checks for other jobs' tasks before a widened model see none of this one's
+        wait([self._shared_copies, *self.parts])
         workers = self.client.scheduler_info()["workers"]
         n_train = min(ids.size, self.max_train_rows or ids.size)
         self.engine = choose_engine(workers, n_train, len(self.features), self.requested_engine)

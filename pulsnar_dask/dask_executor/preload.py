@@ -6,8 +6,7 @@ scikit-learn on their first fit), then freezes those objects for the garbage col
 as Python's documentation advises before forking (``gc.freeze``): forked workers share
 the pages instead of copying them as their collections walk each object, and the server
 exits without walking them either. The collector is off while the modules import. It is
-the fork server's preload, not a module to
-import elsewhere.
+the fork server's preload, not a module to import elsewhere.
 
 Ctrl-C reaches every process of the terminal's process group. The command stops the job
 and closes the cluster it started, which ends the workers; the fork server and the
