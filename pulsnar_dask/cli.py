@@ -358,10 +358,10 @@ def _import_in_background(modules: Sequence[str]) -> None:
     imported instead of paying for them after its last task."""
 
     def run() -> None:
-        # a module that fails to import here fails again where the job imports it, and
-        # is reported there as the job's own error
-        with contextlib.suppress(Exception):
-            for name in modules:
+        for name in modules:
+            # a module that fails to import here fails again where the job imports it,
+            # and is reported there as the job's own error
+            with contextlib.suppress(Exception):
                 importlib.import_module(name)
 
     threading.Thread(target=run, name="pulsnar-late-imports", daemon=True).start()

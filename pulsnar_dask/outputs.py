@@ -211,10 +211,13 @@ class RunOutput:
         try:
             yield self._url(f"{self.path}/{PREDICTIONS}")
         except BaseException:
-            wait(futures)
-            failed = next((f for f in futures if f.status == "error"), None)
-            if failed is not None:
-                logger.error("writing the predictions failed too: %s", failed.exception())
+            try:  # the body's error is the one raised, whatever becomes of the writes
+                wait(futures)
+                failed = next((f for f in futures if f.status == "error"), None)
+                if failed is not None:
+                    logger.error("writing the predictions failed too: %s", failed.exception())
+            except Exception as exc:
+                logger.error("writing the predictions failed too: %s", exc)
             raise
         wait(futures)
         client.gather(futures)

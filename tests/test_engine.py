@@ -14,6 +14,7 @@ from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.subproblem import subproblems_alpha
+from pulsnar_dask.dask_executor import engine
 from pulsnar_dask.dask_executor.engine import run_job, share
 from pulsnar_dask.dask_executor.sending import LARGE_GRAPH
 from pulsnar_dask.io import read_pu_parquet, write_pu_parquet
@@ -242,7 +243,9 @@ def test_a_widened_task_lifts_the_workers_openmp_limit(fresh_client):
     assert fresh_client.submit(task, 64).result()[4] == cores
 
 
-def test_pulscar_with_its_last_fold_widened_matches_the_in_memory_estimator(client, data, caplog):
+def test_pulscar_with_its_last_fold_widened_matches_the_in_memory_estimator(
+    client, data, caplog, monkeypatch
+):
     """PULSCAR's five folds on two workers: the last waits for the others and trains on
     both threads; XGBoost's model is the same, so alpha and every probability equal the
     in-memory estimator's."""
@@ -254,10 +257,16 @@ def test_pulscar_with_its_last_fold_widened_matches_the_in_memory_estimator(clie
     est = PULSCAR(random_state=3, n_jobs=1).fit(d.X, d.label)
     assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
     np.testing.assert_allclose(result.probability, est.oof_proba_, rtol=0, atol=1e-12)
-    caplog.clear()  # threads the user set are kept, one included
-    with caplog.at_level(logging.DEBUG, logger="pulsnar_dask.dask_executor.engine"):
-        one = run_job(client, puf, "pulscar", PUConfig(n_threads=1), seed=3, engine="task")
-    assert "wait for the others" not in caplog.text
+    seen, original = [], engine.tail_fold_threads  # threads the user set are kept, one too
+
+    def recorded(*args, **kwargs):
+        seen.append((args, kwargs))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "tail_fold_threads", recorded)
+    one = run_job(client, puf, "pulscar", PUConfig(n_threads=1), seed=3, engine="task")
+    assert [args[1] for args, _ in seen] == [1]  # the user's 1, not the executor's default
+    assert [args[4] for args, _ in seen] == [False]  # idle, so only the setting held it back
     assert one.alpha == pytest.approx(est.alpha_, abs=1e-12)
 
 

@@ -31,7 +31,12 @@ try:
     import xgboost  # noqa: F401
 
     import pulsnar_dask.dask_executor.engine  # noqa: F401
-finally:  # a failed import (which the fork server swallows) must not leave it off
+except Exception:  # the workers import them again, and report what fails
+    # Python's fork server survives only an ImportError of its preload; anything else
+    # (XGBoost's own error where its library does not load) would end it, and every
+    # worker would then fail to start without saying why
+    pass
+finally:
     gc.enable()
 
 
