@@ -21,7 +21,7 @@ from typing import Any
 import dask.dataframe as dd
 import fsspec
 import pandas as pd
-from dask.core import get_dependencies
+from dask.core import flatten, get_dependencies
 from distributed import Client, wait
 from fsspec.implementations.local import LocalFileSystem
 
@@ -183,11 +183,8 @@ class RunOutput:
         The result columns are split by row id over as many partitions as the input has
         and joined to the input's (id, label) rows by a shuffle, so each worker receives
         its share of them, never the whole table. Leaving waits for every partition's
-        write to end and then raises the first error. Each partition's write has a future
-        of its own: a failed one fails the whole write at once, while the others still run,
-        and waiting for them all is what keeps a file from landing in the staging folder
-        after it is discarded. Where the body failed too, its error is raised and the
-        write's is logged.
+        write to end (:meth:`_submit_frame`) and raises the first error; where the body
+        failed too, its error is raised and the write's is logged.
 
         Parameters
         ----------
@@ -202,12 +199,7 @@ class RunOutput:
         rows = frame[[id_col, label_col]].merge(
             results, left_on=id_col, right_index=True, how="left"
         )
-        write = self._parquet_write(rows).optimize()
-        graph = dict(write.__dask_graph__())
-        (final,) = write.__dask_keys__()
-        parts = sorted(get_dependencies(graph, final), key=str)
-        with sent_once():  # the result columns, split over the partitions
-            futures = client.get(graph, [final, *parts], sync=False)
+        futures = self._submit_frame(client, rows, [])
         try:
             yield self._url(f"{self.path}/{PREDICTIONS}")
         except BaseException:
@@ -225,7 +217,8 @@ class RunOutput:
     def write_frame(
         self, client: Client, rows: dd.DataFrame, compute_with: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """Have the workers write ``rows`` as the run's ``predictions`` dataset (staged).
+        """Have the workers write ``rows`` as the run's ``predictions`` dataset (staged);
+        return once every partition's write has ended (:meth:`_submit_frame`).
 
         Parameters
         ----------
@@ -241,21 +234,38 @@ class RunOutput:
             The dataset's URL once committed, and ``compute_with``'s collections computed.
         """
         compute_with = compute_with or {}
-        with sent_once():
-            futures = client.compute([self._parquet_write(rows), *compute_with.values()])
+        futures = self._submit_frame(client, rows, list(compute_with.values()))
+        wait(futures)
         done = client.gather(futures)
-        values = dict(zip(compute_with, done[1:], strict=True))
+        values = dict(zip(compute_with, done[1 : 1 + len(compute_with)], strict=True))
         return self._url(f"{self.path}/{PREDICTIONS}"), values
 
-    def _parquet_write(self, rows: dd.DataFrame) -> Any:
-        """The lazy write of ``rows`` into the staging folder's ``predictions``."""
+    def _submit_frame(self, client: Client, rows: dd.DataFrame, others: list[Any]) -> list[Any]:
+        """Start writing ``rows`` into the staging folder's ``predictions``, computing
+        ``others`` in the same pass (one graph, so they share its reads).
+
+        Returns the futures of the writing and of ``others``, in that order, then one of
+        each partition's write. A failed partition fails the writing at once while the
+        others still run: waiting for every partition's own future is what keeps a file
+        from landing in the staging folder after it is discarded. The graph is built the
+        way ``Client.compute`` builds it, with those futures added.
+        """
+        from dask._expr import FinalizeCompute
+        from dask.base import collections_to_expr
+
         self.fs.makedirs(self.staging, exist_ok=True)
-        return rows.to_parquet(
+        write = rows.to_parquet(
             self._url(f"{self.staging}/{PREDICTIONS}"),
             storage_options=self.storage_options,
             write_index=False,
             compute=False,
         )
+        expr = FinalizeCompute(collections_to_expr([write, *others], True)).optimize()
+        names = list(flatten(expr.__dask_keys__()))
+        graph = dict(expr.__dask_graph__())
+        parts = sorted(get_dependencies(graph, names[0]), key=str)  # the writing's barrier
+        with sent_once():  # writing_predictions' result columns, split over the partitions
+            return client.get(graph, [*names, *parts], sync=False)
 
     def write_model(self, model: PUModel) -> str:
         """Write a run's model (:func:`pulsnar_dask.io.write_model`, staged); return the

@@ -430,3 +430,33 @@ def test_a_failed_partition_write_is_waited_for_and_raised(client, tmp_path, cap
     assert "writing the predictions failed too" in caplog.text
     output.discard_staging()
     assert not (tmp_path / "out2").exists()
+
+
+def test_the_score_commands_write_waits_for_every_partition_and_computes_beside_it(
+    client, tmp_path
+):
+    """``score`` writes its rows and computes its totals in one pass; a partition that
+    cannot be written fails it only once every other partition's write has ended, so
+    discarding the staging folder leaves nothing behind."""
+    rows = dd.from_pandas(
+        pd.DataFrame({"row_id": np.arange(4000), "probability": np.linspace(0, 1, 4000)}),
+        npartitions=4,
+    )
+    totals = {"n_rows": rows.map_partitions(len).sum(), "total": rows["probability"].sum()}
+    output = RunOutput(str(tmp_path / "ok"))
+    output.prepare()
+    url, values = output.write_frame(client, rows, compute_with=totals)
+    assert values == {"n_rows": 4000, "total": pytest.approx(2000.0)}
+    output.commit()
+    assert len(pd.read_parquet(url)) == 4000
+    output = RunOutput(str(tmp_path / "out"))
+    output.prepare()
+    staged = tmp_path / "out" / output.staging.rsplit("/", 1)[1] / "predictions"
+    (staged / "part.2.parquet").mkdir(parents=True)
+    with pytest.raises(IsADirectoryError):
+        output.write_frame(client, rows, compute_with=totals)
+    assert sorted(p.name for p in staged.glob("part.*.parquet") if p.is_file()) == [
+        "part.0.parquet", "part.1.parquet", "part.3.parquet"
+    ]  # fmt: skip
+    output.discard_staging()
+    assert not (tmp_path / "out").exists()
