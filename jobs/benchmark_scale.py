@@ -11,6 +11,8 @@ size on ten workers. The largest run also saves Dask's performance report.
     python jobs/benchmark_scale.py [--sizes 100000 300000 1000000]
     python jobs/benchmark_scale.py --sizes 500000 1000000 2000000 --memory-limit 2GiB \\
         --nanny --calibrate --classify --name memory
+    python jobs/benchmark_scale.py --sizes 1000000 --calibrate --classify --without-truth \\
+        --no-performance-report --name scale_1m_user   # the job as a user runs it
 """
 
 from __future__ import annotations
