@@ -163,7 +163,7 @@ def _fold_model_task(training, fold, request: ScoreRequest, widened_to: int = 0,
     (:func:`tail_fold_threads`)."""
     X, y, folds = training
     config = request.config
-    with widened(widened_to) if widened_to else contextlib.nullcontext(config.n_threads) as n:
+    with widened(widened_to, config.n_threads) as n:
         params = booster_params(config.xgb_params, request.seed, n)
         return fold_model(X, y, folds, fold, params, config.n_rounds, None, request.feature_types)
 
@@ -207,9 +207,10 @@ def share(client: Client, value: Any) -> Future:
 
 
 @contextlib.contextmanager
-def widened(threads: int) -> Iterator[int]:
+def widened(threads: int, otherwise: int | None = None) -> Iterator[int | None]:
     """Let a task's XGBoost model use ``threads`` threads of its host, no more than its
-    worker's process may run on: yield that count.
+    worker's process may run on: yield that count (``threads`` 0: not widened, yield
+    ``otherwise`` and leave the limit as it is).
 
     A local cluster's workers start with ``OMP_NUM_THREADS=1`` (Dask's nanny sets it,
     and so one worker's NumPy does not take every core), and XGBoost caps its threads by
@@ -217,6 +218,9 @@ def widened(threads: int) -> Iterator[int]:
     XGBoost is imported first: a limit can only be lifted in an OpenMP runtime already
     loaded, and a worker not forked from the preloaded server may not have loaded one.
     """
+    if not threads:
+        yield otherwise
+        return
     import xgboost  # noqa: F401 - loads the OpenMP runtime whose limit is lifted
     from threadpoolctl import threadpool_limits
 
@@ -226,9 +230,9 @@ def widened(threads: int) -> Iterator[int]:
         yield threads
 
 
-def _gain_task(parts, schema: FeatureSchema, label, id_col, config, seed, widen: bool):
+def _gain_task(parts, schema: FeatureSchema, label, id_col, config, seed, widened_to: int):
     X, y, ids = _rows(parts, schema.names, label, id_col)
-    with widened(config.n_threads) if widen else contextlib.nullcontext(config.n_threads) as n:
+    with widened(widened_to, config.n_threads) as n:
         return importance_gain(X, y, ids, config.with_(n_threads=n), seed, schema.feature_types())
 
 
@@ -479,6 +483,11 @@ class DaskExecutor:
             logger.info("categorical features: %s", ", ".join(schema.categorical))
         return schema
 
+    def _busy(self) -> bool:
+        """Whether any task runs on the cluster: another job's, as this one settles its
+        own before it widens a model (:meth:`read`)."""
+        return any(self.client.processing().values())
+
     def _get(self, collection: Any) -> Any:
         """Compute a collection on this executor's client (never a default one); the
         caller builds it under :data:`EXPRESSIONS`, as this submits it, and the wait
@@ -521,11 +530,11 @@ class DaskExecutor:
             booster = self._train(frame, self.features, params, config.n_rounds, self.schema)
             scores = booster.get_score(importance_type="gain")
             return np.array([scores.get(c, 0.0) for c in self.features])
-        busy = any(self.client.processing().values())  # before this job sends its tasks
+        busy = self._busy()  # before this job sends its tasks
         with EXPRESSIONS:
             parts = self.client.compute(frame.to_delayed())
         host_threads, addresses = self._largest_host
-        threads, widened = lone_task_threads(config.n_threads, host_threads, busy, self.threads)
+        threads, widen = lone_task_threads(config.n_threads, host_threads, busy, self.threads)
         return self.client.submit(
             _gain_task,
             parts,
@@ -534,7 +543,7 @@ class DaskExecutor:
             puf.id,
             config.with_(n_threads=threads),
             seed,
-            widened,
+            threads if widen else 0,
             pure=False,
             **({"workers": addresses, "allow_other_workers": True} if addresses else {}),
         ).result()
@@ -617,7 +626,7 @@ class DaskExecutor:
                 self.asked_threads,
                 self._largest_host[0],
                 self._one_host,
-                any(self.client.processing().values()),  # before this scoring's tasks
+                self._busy(),  # before this scoring's tasks
             )
             if tail[0]:
                 logger.debug(
