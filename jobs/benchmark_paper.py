@@ -35,7 +35,6 @@ errors against the targets).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import time
@@ -48,7 +47,7 @@ import dask.dataframe as dd
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from common import DATA, ROOT
+from common import DATA, ROOT, config_from_settings
 
 from pulsnar_dask import make_pu_data
 from pulsnar_dask.benchmarking import (
@@ -58,7 +57,6 @@ from pulsnar_dask.benchmarking import (
     summarize_runs,
 )
 from pulsnar_dask.core.calibration import expected_calibration_error
-from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.metrics import METRIC_NAMES
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import calibrated_on_rows
@@ -544,10 +542,7 @@ def main() -> None:
         help="categorical columns (bank, mushroom) as numeric codes, not categorical",
     )
     args = parser.parse_args()
-    try:
-        config = PUConfig(**{k: json.loads(v) for k, v in (i.split("=", 1) for i in args.set)})
-    except (ValueError, TypeError) as exc:  # not OPTION=JSON, or a value PUConfig refuses
-        sys.exit(f"--set {' '.join(args.set)}: {exc} (values are JSON: text in double quotes)")
+    config = config_from_settings(args.set, f"--set {' '.join(args.set)}")
     args.seeds = args.seeds or (2 if args.quick else 10)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("pulsnar_dask").setLevel(logging.WARNING)

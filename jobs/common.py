@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ import pandas as pd
 import psutil
 
 from pulsnar_dask import make_pu_data
+from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.datasets.synthetic import iter_pu_chunks
 from pulsnar_dask.io import write_pu_parquet
 
@@ -31,6 +33,36 @@ def half_width(values) -> float:
     standard errors (NaN for fewer than two values)."""
     values = pd.Series(values, dtype=float)
     return float(1.96 * values.std(ddof=1) / np.sqrt(len(values)))
+
+
+def config_from_settings(
+    items: Iterable[str], source: str, allowed: Sequence[str] | None = None, why: str = ""
+) -> PUConfig:
+    """``OPTION=JSON`` items as the PUConfig they name (a job's ``--set``, a variant).
+
+    A malformed item, an option outside ``allowed`` (``why`` says why only those), one
+    named twice, a value that is not JSON or that PUConfig refuses ends the job with one
+    line beginning with ``source`` (the flag and what it was given).
+    """
+    options = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        name = name.strip()
+        if not equals or (allowed is not None and name not in allowed):
+            raise SystemExit(f"{source}: {item!r} is not OPTION=VALUE{why}")
+        if name in options:
+            raise SystemExit(f"{source}: {name} is named twice")
+        try:
+            options[name] = json.loads(value)
+        except ValueError:
+            raise SystemExit(
+                f"{source}: {value!r} is not JSON (text needs double quotes, "
+                'e.g. bin_method="sturges")'
+            ) from None
+    try:
+        return PUConfig(**options)
+    except (ValueError, TypeError) as exc:
+        raise SystemExit(f"{source}: {exc}") from None
 
 
 def synthetic_parquet(

@@ -22,7 +22,6 @@ per-run MAE and bias, and the paired difference against the defaults.
 from __future__ import annotations
 
 import argparse
-import json
 import pickle
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-from common import RESULTS, ROOT, half_width
+from common import RESULTS, ROOT, config_from_settings, half_width
 from compare_method_choice import FAMILIES, build, fractions
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
@@ -144,31 +143,14 @@ def read(run: dict, config: PUConfig) -> dict:
 
 def parse_variant(text: str) -> PUConfig:
     """``OPTION=JSON[;OPTION=JSON ...]`` (reader options only) as the PUConfig it names."""
-    options = {}
-    for item in filter(None, (part.strip() for part in text.split(";"))):
-        name, equals, value = item.partition("=")
-        name = name.strip()
-        if not equals or name not in READER_OPTIONS:
-            raise SystemExit(
-                f"--variant {text!r}: {item!r} is not OPTION=VALUE with OPTION one of the "
-                f"reader's: {', '.join(READER_OPTIONS)} (the fits are kept, so nothing else "
-                "can change)"
-            )
-        if name in options:
-            raise SystemExit(f"--variant {text!r}: {name} is named twice")
-        try:
-            options[name] = json.loads(value)
-        except ValueError:
-            raise SystemExit(
-                f"--variant {text!r}: {value!r} is not JSON (text needs double quotes, "
-                'e.g. bin_method="sturges")'
-            ) from None
-    if not options:
+    items = [part.strip() for part in text.split(";") if part.strip()]
+    if not items:
         raise SystemExit(f"--variant {text!r}: no OPTION=VALUE in it")
-    try:
-        return PUConfig(**options)
-    except (ValueError, TypeError) as exc:
-        raise SystemExit(f"--variant {text!r}: {exc}") from None
+    why = (
+        f" with OPTION one of the reader's: {', '.join(READER_OPTIONS)} (the fits are kept, "
+        "so nothing else can change)"
+    )
+    return config_from_settings(items, f"--variant {text!r}", READER_OPTIONS, why)
 
 
 def paired(runs: pd.DataFrame) -> pd.DataFrame:
