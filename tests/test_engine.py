@@ -460,3 +460,32 @@ def test_the_score_commands_write_waits_for_every_partition_and_computes_beside_
     ]  # fmt: skip
     output.discard_staging()
     assert not (tmp_path / "out").exists()
+
+
+def test_sampled_bins_give_the_in_memory_estimators_answer_on_dask(monkeypatch):
+    """Training sets past twice ``SKETCH_ROWS`` rows are binned by a sample of them
+    (made small here, so that 1,600-row folds are): the task engine's fold models are the
+    in-memory estimator's, alpha to 1e-12. The workers are threads of this process, so the
+    patched size reaches them."""
+    from distributed import Client, LocalCluster
+
+    from pulsnar_dask.core import scoring
+
+    d = make_pu_data("scar", 400, 1600, 6, 0.25, random_state=1)
+    X = pd.DataFrame(d.X, columns=[f"f{i}" for i in range(6)])
+    y = pd.Series(d.label)
+    exact = PULSCAR(random_state=1, n_jobs=1, interval_resamples=0).fit(X, y)
+    monkeypatch.setattr(scoring, "SKETCH_ROWS", 300)
+    in_memory = PULSCAR(random_state=1, n_jobs=1, interval_resamples=0).fit(X, y)
+    assert not np.allclose(in_memory.oof_proba_, exact.oof_proba_)  # the sample was used
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        on_dask = PULSCAR(random_state=1, interval_resamples=0).fit(
+            dd.from_pandas(X, npartitions=3), dd.from_pandas(y, npartitions=3), client=client
+        )
+    assert on_dask.alpha_ == pytest.approx(in_memory.alpha_, abs=1e-12)
+    np.testing.assert_array_equal(on_dask.oof_proba_, in_memory.oof_proba_)

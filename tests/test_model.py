@@ -48,18 +48,23 @@ def test_a_model_trained_from_the_histogram_index_is_the_dmatrix_model(types):
 
 def test_a_large_training_set_is_binned_by_a_sample_that_holds_its_values(monkeypatch):
     """Oracle: past twice ``SKETCH_ROWS`` training rows the bins are the sample's
-    quantiles; where the sample holds every value of every feature (few distinct values,
-    missing ones among them) they are every row's, and so is the model, byte for byte."""
+    quantiles; in columns of few values (missing ones among them) the sample is topped up
+    with a row of each value it missed, a rare one too, so its bins are every row's, and
+    so is the model, byte for byte."""
     from pulsnar_dask.core import scoring
 
     rng = np.random.default_rng(3)
     X = rng.integers(0, 9, size=(3000, 4)).astype(np.float32)
     X[rng.random(X.shape) < 0.05] = np.nan
+    drawn = np.random.default_rng(5).choice(3000, 500, replace=False)  # the sample's draw
+    rare = np.setdiff1d(np.arange(3000), drawn)[:2]
+    X[rare, 2] = 50.0  # a flag on two rows the draw misses
     y = ((np.nan_to_num(X[:, 0]) + X[:, 1] > 9) ^ (rng.random(3000) < 0.2)).astype(np.float32)
+    y[rare] = 1
     params = scoring.booster_params(None, 5, 1)
     monkeypatch.setattr(scoring, "SKETCH_ROWS", 500)
-    sample = scoring.sketch_rows(len(X), 5)
-    assert sample is not None and sample.size == 500
+    sample = scoring.sketch_rows(X, 5, 64)
+    assert sample.size == 501 and np.isin(sample, drawn).sum() == 500  # one row topped up
     for column, values in zip(X[sample].T, X.T, strict=True):  # the oracle's premise
         assert set(np.unique(column[~np.isnan(column)])) == set(
             np.unique(values[~np.isnan(values)])
@@ -67,7 +72,7 @@ def test_a_large_training_set_is_binned_by_a_sample_that_holds_its_values(monkey
         assert np.isnan(column).any()
     sampled = scoring._fit(X, y, params, 30)
     monkeypatch.setattr(scoring, "SKETCH_ROWS", 10**9)  # every row's sketch
-    assert scoring.sketch_rows(len(X), 5) is None
+    assert scoring.sketch_rows(X, 5, 64) is None
     exact = scoring._fit(X, y, params, 30)
     assert bytes(sampled.save_raw("json")) == bytes(exact.save_raw("json"))
 
@@ -75,14 +80,16 @@ def test_a_large_training_set_is_binned_by_a_sample_that_holds_its_values(monkey
 def test_the_sketch_sample_is_seeded_and_left_out_for_small_or_categorical_data():
     from pulsnar_dask.core.scoring import SKETCH_ROWS, sketch_rows
 
-    assert sketch_rows(2 * SKETCH_ROWS, 0) is None
-    rows = sketch_rows(2 * SKETCH_ROWS + 1, 0)
-    assert rows.size == SKETCH_ROWS == np.unique(rows).size
-    assert np.all(np.diff(rows) > 0) and rows[0] >= 0 and rows[-1] <= 2 * SKETCH_ROWS
-    np.testing.assert_array_equal(rows, sketch_rows(2 * SKETCH_ROWS + 1, 0))
-    assert not np.array_equal(rows, sketch_rows(2 * SKETCH_ROWS + 1, 1))
-    assert sketch_rows(10 * SKETCH_ROWS, 0, ["q", "q"]) is not None
-    assert sketch_rows(10 * SKETCH_ROWS, 0, ["q", "c"]) is None  # a category could go unbinned
+    n = 2 * SKETCH_ROWS + 1
+    X = np.random.default_rng(0).normal(size=(n, 2))
+    assert sketch_rows(X[:-1], 0, 64) is None
+    rows = sketch_rows(X, 0, 64)
+    assert rows.size == SKETCH_ROWS == np.unique(rows).size  # continuous: nothing to top up
+    assert np.all(np.diff(rows) > 0) and rows[0] >= 0 and rows[-1] < n
+    np.testing.assert_array_equal(rows, sketch_rows(X, 0, 64))
+    assert not np.array_equal(rows, sketch_rows(X, 1, 64))
+    assert sketch_rows(X, 0, 64, ["q", "q"]) is not None
+    assert sketch_rows(X, 0, 64, ["q", "c"]) is None  # a category could go unbinned
 
 
 def test_a_sampled_sketch_on_continuous_features_ranks_as_well(monkeypatch):

@@ -238,26 +238,52 @@ def matrix(
 # seeded sample of this many of them rather than of every row: on one thread XGBoost's
 # sketch of a 160,000-row fold took 1.74 s of its 3.3 s, a 20,000-row sketch and the
 # binning of every row against it 0.89 s (benchmarks/results/README.md, item 45). Below
-# that size the sample saves nothing, and every benchmark of the paper's protocol trains
-# there.
+# that size the sample saves nothing.
 SKETCH_ROWS = 20_000
 
 
 def sketch_rows(
-    n_rows: int, seed: int, feature_types: list[str] | None = None
+    X: np.ndarray, seed: int, max_bin: int, feature_types: list[str] | None = None
 ) -> np.ndarray | None:
-    """The rows whose quantiles bin a model's ``n_rows`` training rows.
+    """The rows whose quantiles bin a model's training rows ``X``.
+
+    A seeded sample of ``SKETCH_ROWS`` rows, topped up with a row for each value the
+    sample misses in a column of which it holds at most ``max_bin`` values: XGBoost gives
+    each value of such a column a bin of its own, and a rare one (a flag set on a few
+    rows) left out of the sample would share its neighbour's. Columns the sample shows
+    with more values are binned by quantiles either way.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        The training rows (NaN: missing).
+    seed : int
+    max_bin : int
+        XGBoost's ``max_bin``.
+    feature_types : list of str or None
+        As :func:`matrix`.
 
     Returns
     -------
     ndarray of int or None
-        ``SKETCH_ROWS`` row positions, sorted, drawn with ``seed``, where ``n_rows`` exceeds
-        twice that and no feature is categorical (a category missing from the sample would
-        have no bin); ``None``: every row (XGBoost's own sketch).
+        Row positions, sorted, where ``n`` exceeds twice ``SKETCH_ROWS`` and no feature is
+        categorical (the same for categories, with a cost to find them that the sample
+        would not save); ``None``: every row (XGBoost's own sketch).
     """
+    n_rows = len(X)
     if n_rows <= 2 * SKETCH_ROWS or (feature_types is not None and "c" in feature_types):
         return None
-    return np.sort(np.random.default_rng(seed).choice(n_rows, SKETCH_ROWS, replace=False))
+    rows = np.random.default_rng(seed).choice(n_rows, SKETCH_ROWS, replace=False)
+    found = [rows]
+    for column, sampled in zip(X.T, X[rows].T, strict=True):
+        values = np.unique(sampled[~np.isnan(sampled)])
+        if values.size > max_bin:
+            continue
+        missed = ~np.isin(column, values) & ~np.isnan(column)
+        if missed.any():
+            _, first = np.unique(column[missed], return_index=True)
+            found.append(np.flatnonzero(missed)[first])
+    return np.unique(np.concatenate(found))
 
 
 def _fit(
@@ -275,7 +301,7 @@ def _fit(
         # the histogram index built straight from the array: the same model as from a
         # DMatrix (tested), without the DMatrix's copy of the rows
         max_bin = int(params.get("max_bin", 256))
-        sample = sketch_rows(len(X), int(params.get("seed", 0)), feature_types)
+        sample = sketch_rows(X, int(params.get("seed", 0)), max_bin, feature_types)
         dtrain = xgb.QuantileDMatrix(
             X,
             label=y,
