@@ -249,9 +249,11 @@ def sketch_rows(
 
     A seeded sample of ``SKETCH_ROWS`` rows, topped up with a row for each value the
     sample misses in a column of which it holds at most ``max_bin`` values: XGBoost gives
-    each value of such a column a bin of its own, and a rare one (a flag set on a few
-    rows) left out of the sample would share its neighbour's. Columns the sample shows
-    with more values are binned by quantiles either way.
+    each value of a column of at most ``max_bin`` values a bin of its own, and a rare one
+    (a flag set on a few rows) left out of the sample would share its neighbour's; with
+    the top-up the sample's bins of such a column are every row's. Columns the sample
+    shows with more values are binned by quantiles either way (the few rows topped up
+    move a quantile by about their share of the sample, 0.1%, against a bin's 1.6%).
 
     Parameters
     ----------
