@@ -269,8 +269,9 @@ def sketch_rows(
     -------
     ndarray of int or None
         Row positions, sorted, where ``n`` exceeds twice ``SKETCH_ROWS`` and no feature is
-        categorical (the same for categories, with a cost to find them that the sample
-        would not save); ``None``: every row (XGBoost's own sketch).
+        categorical; ``None``: every row (XGBoost's own sketch). A categorical feature
+        turns the sample off for the whole model: each of its categories needs a bin, and
+        a category the sample missed would have none.
     """
     n_rows = len(X)
     if n_rows <= 2 * SKETCH_ROWS or (feature_types is not None and "c" in feature_types):
