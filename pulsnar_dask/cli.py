@@ -346,16 +346,22 @@ def _synth(args: argparse.Namespace) -> None:
     print(f"wrote {n_rows} rows to {out} (true alpha {true_alpha:.4f}, {generator} generator)")
 
 
-# What the job's client imports only at its end: scikit-learn's calibration models (0.6 s,
-# most of it scipy.stats), imported lazily by pulsnar_dask.core.calibration so that they
-# stay off the start-up.
-LATE_IMPORTS = ("sklearn.isotonic", "sklearn.linear_model")
+def late_imports(method: str, calibration_method: str) -> tuple[str, ...]:
+    """What the job's client will import of scikit-learn (0.6 s, most of it scipy.stats),
+    which :func:`_import_in_background` takes off its critical path: the mixtures' fits
+    that a clustering run receives from its workers, and the logistic calibration.
+    PULSCAR with the (default) isotonic calibration needs none of it: on a local cluster
+    the import would only compete with the workers' start for the cores."""
+    modules = ("sklearn.mixture",) if method != "pulscar" else ()
+    return modules + (("sklearn.linear_model",) if calibration_method == "sigmoid" else ())
 
 
 def _import_in_background(modules: Sequence[str]) -> None:
     """Import ``modules`` on a thread of their own, while this one waits for the cluster
     to start (or, on an existing one, for the job's first tasks): the job then finds them
     imported instead of paying for them after its last task."""
+    if not modules:
+        return
 
     def run() -> None:
         for name in modules:
@@ -390,7 +396,7 @@ def _run(args: argparse.Namespace) -> dict:
         # file that is not a run's, in the way of the next --overwrite
         output.check_apart_from(args.performance_report, "performance report")
     output.prepare()
-    _import_in_background(LATE_IMPORTS)
+    _import_in_background(late_imports(args.method, config.calibration_method))
     with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
         shown = args.dashboard or _names_a_cluster(args)  # else no dashboard to link to
         logger.info("cluster: %s", (shown and client.dashboard_link) or client.scheduler.address)

@@ -4,10 +4,13 @@ import numpy as np
 import pytest
 
 from pulsnar_dask.core.calibration import (
+    _run_starts,
     calibrate,
     expected_calibration_error,
+    fit_calibration_map,
     flip_labels,
     flips_per_bin,
+    isotonic_thresholds,
 )
 from pulsnar_dask.core.subproblem import SubproblemResult, combine_on_rows, relabel_claimed
 
@@ -178,3 +181,63 @@ def test_calibrated_on_rows_pu_fits_the_union_of_cluster_flips():
         )
     assert out[:2100].mean() == pytest.approx(union.mean())
     assert union[unl].sum() > round(0.15 * unl.size)  # more than either cluster's flips
+
+
+def _sklearn_thresholds(x, y):
+    from sklearn.isotonic import IsotonicRegression
+
+    model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, y)
+    return model.X_thresholds_, model.y_thresholds_
+
+
+def _probabilities_with_ties(rng, n):
+    # float32 probabilities, as XGBoost gives them, many repeated
+    p = rng.beta(0.6, 1.5, n).astype(np.float32)
+    p[rng.random(n) < 0.3] = p[0]  # one value on a third of the rows
+    rounded = rng.random(n) < 0.2
+    p[rounded] = np.round(p[rounded], 2)  # and short runs of equal values
+    return p.astype(float)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_isotonic_thresholds_are_scikit_learns(seed):
+    rng = np.random.default_rng(seed)
+    n = 3000
+    x = _probabilities_with_ties(rng, n)
+    y = (rng.random(n) < x).astype(float)  # labels that follow the probabilities
+    got_x, got_y = isotonic_thresholds(x, y)
+    want_x, want_y = _sklearn_thresholds(x, y)
+    assert np.array_equal(got_x, want_x) and np.array_equal(got_y, want_y)
+    assert 2 < got_x.size < np.unique(x).size  # flat stretches were trimmed
+
+
+def test_isotonic_thresholds_merge_near_ties_as_scikit_learn_does():
+    # chains of values closer than 1e-15 to their neighbour but not all within 1e-15 of
+    # the chain's first: scikit-learn compares with the first, so a chain splits
+    rng = np.random.default_rng(7)
+    chain = 1e-9 + np.arange(12) * 4e-16
+    x = np.concatenate([chain, chain + 5e-9, rng.random(200)])
+    y = (rng.random(x.size) < 0.5).astype(float)
+    got = isotonic_thresholds(x, y)
+    want = _sklearn_thresholds(x, y)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    # the chains were split, not merged whole nor kept value by value
+    assert 2 < _run_starts(np.sort(chain)).size < chain.size
+
+
+@pytest.mark.parametrize("labels", ["zeros", "ones", "one row"])
+def test_isotonic_thresholds_edge_cases_are_scikit_learns(labels):
+    x = np.array([0.2]) if labels == "one row" else np.linspace(0.1, 0.9, 9)
+    y = np.ones(x.size) if labels == "ones" else np.zeros(x.size)
+    got, want = isotonic_thresholds(x, y), _sklearn_thresholds(x, y)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_isotonic_calibration_map_on_fit_rows_matches_scikit_learn():
+    rng = np.random.default_rng(3)
+    p = _probabilities_with_ties(rng, 2000)
+    labels = (rng.random(p.size) < p).astype(np.int8)
+    rows = rng.random(p.size) < 0.6
+    fitted = fit_calibration_map(p, labels, rows, "isotonic")
+    want_x, want_y = _sklearn_thresholds(p[rows], labels[rows].astype(float))
+    assert fitted.x == tuple(want_x.tolist()) and fitted.y == tuple(want_y.tolist())

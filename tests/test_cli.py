@@ -227,6 +227,28 @@ def test_progress_goes_to_stderr_and_stdout_holds_only_the_summary(data, tmp_pat
     assert f"<h1>alpha {summary['alpha']:.3f}: about {hidden:,} hidden positives" in report
 
 
+def test_a_pulscar_runs_client_imports_no_scikit_learn(data, tmp_path):
+    # its 0.6 s import would compete with the local cluster's start for the cores: the
+    # isotonic calibration needs none of it (core.calibration.isotonic_thresholds)
+    script = (
+        "import sys\n"
+        "from pulsnar_dask.cli import main\n"
+        f"status = main(['run', '--input', {str(data)!r}, '--method', 'pulscar', '--out', "
+        f"{str(tmp_path / 'out')!r}, '--n-workers', '2', '--quiet'])\n"
+        "print('sklearn' in sys.modules, file=sys.stderr)\n"
+        "sys.exit(status)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "False"
+    # the saved model still carries the isotonic map that scores new rows
+    calibration = json.loads((tmp_path / "out" / "model" / "model.json").read_text())["calibration"]
+    assert calibration["method"] == "isotonic" and len(calibration["x"]) > 2
+    assert np.all(np.diff(calibration["x"]) > 0) and np.all(np.diff(calibration["y"]) >= 0)
+
+
 def test_headline_reads_the_summary():
     from pulsnar_dask.pipeline.result import headline
 
