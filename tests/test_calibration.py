@@ -216,7 +216,8 @@ def test_isotonic_thresholds_merge_near_ties_as_scikit_learn_does():
     # the chain's first: scikit-learn compares with the first, so a chain splits
     rng = np.random.default_rng(7)
     chain = 1e-9 + np.arange(12) * 4e-16
-    x = np.concatenate([chain, chain + 5e-9, rng.random(200)])
+    # 0 and 1e-15 differ by exactly the resolution: scikit-learn starts a new run there
+    x = np.concatenate([chain, chain + 5e-9, [0.0, 1e-15, 2e-15], rng.random(200)])
     y = (rng.random(x.size) < 0.5).astype(float)
     got = isotonic_thresholds(x, y)
     want = _sklearn_thresholds(x, y)
@@ -241,3 +242,11 @@ def test_isotonic_calibration_map_on_fit_rows_matches_scikit_learn():
     fitted = fit_calibration_map(p, labels, rows, "isotonic")
     want_x, want_y = _sklearn_thresholds(p[rows], labels[rows].astype(float))
     assert fitted.x == tuple(want_x.tolist()) and fitted.y == tuple(want_y.tolist())
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_isotonic_thresholds_refuse_what_scikit_learn_refuses(bad):
+    with pytest.raises(ValueError, match="finite probabilities"):
+        isotonic_thresholds(np.array([0.1, bad, 0.3]), np.array([0.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="at least one row"):
+        isotonic_thresholds(np.array([]), np.array([]))

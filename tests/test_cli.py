@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from helpers import free_port, run_cli, small_snar
 
+from pulsnar_dask.cli import late_imports
 from pulsnar_dask.errors import PUError
 
 
@@ -225,6 +226,19 @@ def test_progress_goes_to_stderr_and_stdout_holds_only_the_summary(data, tmp_pat
     assert last.startswith(f"alpha {summary['alpha']:.3f}: about {hidden:,} hidden positives")
     report = (tmp_path / "out" / "report.html").read_text()
     assert f"<h1>alpha {summary['alpha']:.3f}: about {hidden:,} hidden positives" in report
+
+
+@pytest.mark.parametrize(
+    ("method", "calibration", "iterations", "expected"),
+    [
+        ("pulscar", "isotonic", 1, ()),
+        ("auto", "isotonic", 1, ("sklearn.mixture",)),
+        ("pulsnar", "sigmoid", 1, ("sklearn.mixture", "sklearn.linear_model")),
+        ("pulscar", "isotonic", 3, ("scipy.stats",)),
+    ],
+)
+def test_late_imports_are_what_the_run_will_need(method, calibration, iterations, expected):
+    assert late_imports(method, calibration, iterations) == expected
 
 
 def test_a_pulscar_runs_client_imports_no_scikit_learn(data, tmp_path):

@@ -206,16 +206,27 @@ def isotonic_thresholds(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.nd
 
     Parameters
     ----------
-    x : ndarray of float64 of shape (n,)
-    y : ndarray of float64 of shape (n,)
+    x : array-like of shape (n,)
+        Probabilities, taken as float64 (scikit-learn would work in float32 on float32
+        values, and merge ties within 1e-6).
+    y : array-like of shape (n,)
+        0/1 labels.
 
     Returns
     -------
     (x_thresholds, y_thresholds) : ndarrays of float64
         Increasing ``x``; non-decreasing ``y`` in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        For no rows, or a probability that is NaN or infinite (as scikit-learn does).
     """
     from scipy.optimize import isotonic_regression
 
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if not x.size or not np.isfinite(x).all():
+        raise ValueError("isotonic calibration needs at least one row and finite probabilities")
     order = np.lexsort((y, x))
     x, y = x[order], y[order]
     starts = _run_starts(x)
