@@ -196,8 +196,9 @@ TIE_RESOLUTION = 1e-15
 def isotonic_thresholds(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The thresholds of scikit-learn's ``IsotonicRegression(y_min=0, y_max=1)`` fitted
     to ``y`` on ``x`` (its ``X_thresholds_`` and ``y_thresholds_``, the same numbers),
-    without importing scikit-learn: its 0.6 s import (most of it scipy.stats) stayed on
-    the distributed job's client, whose cores the start-up of a local cluster keeps busy.
+    without importing scikit-learn: its import (0.4-0.6 s of CPU, most of it
+    scipy.stats) stayed on the distributed job's client, whose cores the start-up of a
+    local cluster keeps busy (benchmarks/results/README.md, item 48).
 
     As scikit-learn does: rows sorted by ``x`` (then ``y``), runs of ``x`` within
     :data:`TIE_RESOLUTION` of the run's first value averaged into one point weighted by
@@ -246,8 +247,9 @@ def _run_starts(x: np.ndarray) -> np.ndarray:
     near = np.flatnonzero(np.diff(x[starts]) < TIE_RESOLUTION) + 1
     if not near.size:
         return starts
-    # Rare (distinct float32 probabilities are that close only below about 1e-8): walk
-    # the values close to their predecessor, carrying the run's first value.
+    # Rare (distinct float32 probabilities are that close only below about 1e-8, and
+    # PULSNAR's combined float64 ones seldom): walk the values close to their
+    # predecessor, carrying the run's first value.
     keep = np.ones(starts.size, dtype=bool)
     keep[near] = False
     last_kept = np.maximum.accumulate(np.where(keep, np.arange(starts.size), 0))
