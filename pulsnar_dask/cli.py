@@ -381,7 +381,6 @@ def _run(args: argparse.Namespace) -> dict:
 
     from pulsnar_dask.dask_executor.connect import connect
     from pulsnar_dask.dask_executor.engine import run_job
-    from pulsnar_dask.dask_executor.malloc import return_large_blocks
     from pulsnar_dask.io import parse_storage_options, read_pu_parquet
     from pulsnar_dask.outputs import RunOutput
     from pulsnar_dask.report import build_report
@@ -400,7 +399,6 @@ def _run(args: argparse.Namespace) -> dict:
         output.check_apart_from(args.performance_report, "performance report")
     output.prepare()
     _import_in_background(late_imports(args.method, config.calibration_method, args.iterations))
-    return_large_blocks()  # the per-row vectors' freed pages go back to the system
     with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
         shown = args.dashboard or _names_a_cluster(args)  # else no dashboard to link to
         logger.info("cluster: %s", (shown and client.dashboard_link) or client.scheduler.address)

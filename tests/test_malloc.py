@@ -100,50 +100,6 @@ def test_the_users_own_choice_stands():
     assert not changed and min(before, inside, after) >= 4 * 2**20
 
 
-CLIENT_PROBE = """
-import json
-from tests.test_malloc import new_block_mmapped_bytes
-from pulsnar_dask.dask_executor.malloc import return_large_blocks
-before = new_block_mmapped_bytes()
-changed = return_large_blocks()
-print(json.dumps([before, changed, new_block_mmapped_bytes()]))
-"""
-
-
-def probe_client(env: dict[str, str]) -> list:
-    """Mmapped bytes of a new 4 MiB array before and after :func:`return_large_blocks`,
-    and whether it changed anything, in a process started with ``env``."""
-    ours = (*MALLOC_VARIABLES, "GLIBC_TUNABLES")
-    base = {k: v for k, v in os.environ.items() if k not in ours}
-    out = subprocess.run(
-        [sys.executable, "-c", CLIENT_PROBE],
-        env={**base, **env},
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=os.path.dirname(os.path.dirname(__file__)),
-    )
-    return json.loads(out.stdout)
-
-
-def test_the_client_returns_large_blocks_to_the_system():
-    before, changed, after = probe_client({})
-    # glibc's dynamic threshold learned from a freed 4 MiB block: the next is heap
-    assert before == 0
-    assert changed and after >= 4 * 2**20
-
-
-@pytest.mark.parametrize(
-    "env",
-    [
-        {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20)},
-        {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=33554432"},
-    ],
-)
-def test_the_client_leaves_the_users_threshold_alone(env):
-    assert probe_client(env) == [0, False, 0]
-
-
 def test_the_dask_executors_mapped_tasks_use_the_heap(client):
     import dask.dataframe as dd
     import pandas as pd

@@ -1,5 +1,4 @@
-"""Large NumPy blocks from the heap for the tasks that make many of them, and straight
-from the system for the job's client (:func:`return_large_blocks`).
+"""Large NumPy blocks from the heap, for the tasks that make many of them.
 
 A nanny starts its worker with ``MALLOC_TRIM_THRESHOLD_`` set (64 KiB, Dask's
 ``distributed.nanny.pre-spawn-environ``), so that freed memory goes back to the operating
@@ -66,63 +65,24 @@ def _startup_environment() -> set[str] | None:
 
 
 @functools.cache
-def _glibc() -> tuple[ctypes.CDLL | None, set[str]]:
-    """glibc (``None`` off glibc, or where glibc's tunables set malloc's parameters) and
-    the names of the variables this process started with."""
+def _adjustable() -> tuple[Callable[[int, int], int] | None, tuple[int, ...]]:
+    """glibc's ``mallopt`` and the parameters this process may adjust: none off glibc,
+    where no malloc variable was set at start-up, where glibc's tunables set malloc's
+    parameters, or those the user set."""
     try:
         glibc = sys.platform.startswith("linux") and os.confstr("CS_GNU_LIBC_VERSION")
     except (AttributeError, ValueError, OSError):
         glibc = None
     started = _startup_environment() if glibc else None
-    if started is None or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
-        return None, set()
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return None, set()
-    return (libc, started) if hasattr(libc, "mallopt") else (None, set())
-
-
-@functools.cache
-def _adjustable() -> tuple[Callable[[int, int], int] | None, tuple[int, ...]]:
-    """glibc's ``mallopt`` and the parameters this process may adjust: none off glibc,
-    where no malloc variable was set at start-up, where glibc's tunables set malloc's
-    parameters, or those the user set."""
-    libc, started = _glibc()
-    if libc is None or not any(v in started for v in MALLOC_VARIABLES):
+    if not started or not any(v in started for v in MALLOC_VARIABLES):
         return None, ()
-    return libc.mallopt, tuple(p for p, v in VARIABLE_OF.items() if v not in started)
-
-
-# The job's client: blocks of this size and more, a per-row vector of a quarter of a
-# million rows or more, are mapped afresh and handed back when freed (return_large_blocks)
-CLIENT_MMAP_THRESHOLD = 2 * 2**20
-
-
-def return_large_blocks() -> bool:
-    """Make every block of :data:`CLIENT_MMAP_THRESHOLD` or more that this process
-    allocates a fresh ``mmap``, which goes back to the system when freed: a fixed mmap
-    threshold, for the job's client. glibc's dynamic one rises to the largest block
-    freed so far (up to 32 MiB), after which such blocks come from the heap and their
-    freed pages stay in the process. The heap's free pages are handed back too
-    (``malloc_trim``), so that blocks freed before do not serve the next ones. Smaller
-    blocks stay on the heap: a small table's temporaries would each be faulted in
-    afresh, as the workers' mixtures were (item 30 of benchmarks/results/README.md;
-    item 49 measures this one).
-
-    Returns
-    -------
-    bool
-        Whether glibc took it: not off glibc, nor where the user set the threshold
-        (``MALLOC_MMAP_THRESHOLD_`` at start-up, or glibc's tunables).
-    """
-    libc, started = _glibc()
-    if libc is None or VARIABLE_OF[M_MMAP_THRESHOLD] in started:
-        return False
-    if libc.mallopt(M_MMAP_THRESHOLD, CLIENT_MMAP_THRESHOLD) != 1:
-        return False
-    libc.malloc_trim(0)
-    return True
+    if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
+        return None, ()
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return None, ()
+    return mallopt, tuple(p for p, v in VARIABLE_OF.items() if v not in started)
 
 
 def _set(values: dict[int, int], params: tuple[int, ...], mallopt) -> bool:
