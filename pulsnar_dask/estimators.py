@@ -37,7 +37,7 @@ SCORING_SETTINGS = [
 CLUSTER_SETTINGS = [
     "n_clusters", "max_clusters", "cluster_selection", "covariance_type",
     "max_cluster_features", "max_cluster_rows", "min_cluster_fraction", "claim_overlap",
-    "cluster_split", "cluster_split_rounds",
+    "cluster_split", "cluster_split_rounds", "valley_depth",
 ]  # fmt: skip
 _OWN_DOC = """    n_iterations : int, default 1
         Repeats with seeds ``random_state + i``; ``alpha_`` is their mean.
@@ -332,8 +332,9 @@ class PULSNAR(PULSCAR):
         + """    method : {"auto", "pulsnar"}, default "auto"
         ``auto`` also fits PULSCAR (all positives as one subproblem) and keeps it when
         the positives form one cluster or the clusters hide positives in proportion to
-        their labeled ones (:func:`pulsnar_dask.core.subtypes.choose_method`); ``pulsnar``
-        always sums the clusters.
+        their labeled ones (:func:`pulsnar_dask.core.subtypes.choose_method`), or reads
+        its alpha at the dip of its unlabeled rows' scores where that dip is plain
+        (``valley_depth``); ``pulsnar`` always sums the clusters.
 
     Attributes
     ----------
@@ -400,6 +401,7 @@ class PULSNAR(PULSCAR):
         claim_overlap: float = _D.claim_overlap,
         cluster_split: float | None = _D.cluster_split,
         cluster_split_rounds: int = _D.cluster_split_rounds,
+        valley_depth: float = _D.valley_depth,
         method: str = "auto",
     ):
         super().__init__(
@@ -435,6 +437,7 @@ class PULSNAR(PULSCAR):
         self.claim_overlap = claim_overlap
         self.cluster_split = cluster_split
         self.cluster_split_rounds = cluster_split_rounds
+        self.valley_depth = valley_depth
         self.method = method
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:

@@ -17,11 +17,35 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from pulsnar_dask.core.alpha import VALLEY_MAX_LABELED_BELOW
 from pulsnar_dask.core.calibration import expected_calibration_error, reliability_curve
 from pulsnar_dask.core.interval import Z_95
-from pulsnar_dask.pipeline.result import OVERLAP_AUC, WEAK_PU_AUC, JobResult, headline
+from pulsnar_dask.pipeline.result import (
+    OVERLAP_AUC,
+    WEAK_PU_AUC,
+    JobResult,
+    headline,
+    valley_of,
+)
 
 MAX_PANELS = 6
+
+
+def _valley_note(valley: dict | None) -> str:
+    """The dip of the unlabeled rows' scores that auto looked for, as the method row says it."""
+    if not valley:
+        return ""
+    verdict = (
+        "plain, so alpha was read there"
+        if valley["credible"]
+        else f"not plain enough to read alpha there (a dip to {valley['max_depth']:g} or "
+        f"less, below all but {VALLEY_MAX_LABELED_BELOW:.0%} of them)"
+    )
+    return (
+        f"; the unlabeled rows' scores dip to {valley['depth']:.2f} of the negatives' peak at "
+        f"probability {valley['cut']:.3g}, {valley['labeled_below']:.1%} of the labeled "
+        f"positives below it: {verdict}"
+    )
 
 
 def _png(fig: plt.Figure) -> bytes:
@@ -245,6 +269,15 @@ def plain_reading(summary: dict[str, Any]) -> str:
             names = ", ".join(map(str, group[:-1])) + f" and {group[-1]}"
             text += f"; subtypes {names} claim the same unlabeled rows, counted once"
         text += ". "
+    elif valley := valley_of(summary):
+        text += (
+            "The classifier's scores of the unlabeled rows dip between the negatives and "
+            f"the labeled positives (to {valley['depth']:.2f} of the negatives' peak, below "
+            f"all but {valley['labeled_below']:.1%} of the {summary['n_positive']:,} labeled "
+            "positives): alpha was read there, as the share of unlabeled rows above the "
+            "dip, which counts the hidden positives of every kind however rarely each is "
+            "labeled. "
+        )
     else:
         text += (
             f"The {summary['n_positive']:,} labeled positives were read as one group: as "
@@ -347,7 +380,9 @@ def _diagnostics(summary: dict[str, Any]) -> str:
                 f"auto chose <strong>{summary['method'].upper()}</strong>: "
                 f"{html.escape(evidence['reason'])} ({evidence['n_clusters']} cluster(s) of "
                 f"positives; subtype-mix distance {evidence['subtype_mix_distance']:.3f}, "
-                f"PULSCAR below {evidence['threshold']:g}{within})",
+                f"PULSCAR below {evidence['threshold']:g}{within}"
+                + _valley_note(evidence.get("valley"))
+                + ")",
             )
         )
     else:

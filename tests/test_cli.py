@@ -961,15 +961,19 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     assert summary["method"] in ("pulscar", "pulsnar")
     assert set(evidence) == {
         "n_clusters", "subtype_mix_distance", "threshold", "sampling_noise", "reason",
-        "subtypes_may_be_unseen", "cluster_features", "model_features",
+        "subtypes_may_be_unseen", "cluster_features", "model_features", "valley",
     }  # fmt: skip
     assert evidence["subtypes_may_be_unseen"] is False  # 8 features, all clustered
     distance, noise = evidence["subtype_mix_distance"], evidence["sampling_noise"]
+    valley = evidence["valley"]  # the dip auto looked for, read there only where plain
+    assert valley["credible"] == (valley["depth"] <= 0.3 and valley["labeled_below"] <= 0.05)
     assert (summary["method"] == "pulscar") == (
-        evidence["n_clusters"] == 1
+        valley["credible"]
+        or evidence["n_clusters"] == 1
         or distance < evidence["threshold"]
         or (noise is not None and distance <= noise)
     )
+    assert (summary["alpha"] == valley["alpha"]) == valley["credible"]
     assert summary["n_clusters"] == (
         1 if summary["method"] == "pulscar" else len(summary["cluster_alphas"])
     )
@@ -977,6 +981,7 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     assert f"auto chose <strong>{summary['method'].upper()}</strong>" in report
     assert noise is not None  # several clusters: PULSCAR ran beside them
     assert f"or within {noise:.3f}, sampling alone under SCAR" in report
+    assert f"dip to {valley['depth']:.2f} of the negatives' peak at probability" in report
     # the overlap check reads PULSCAR's subproblem, scored beside the clusters
     assert summary["negative_auc"] > 0.8 and summary["alpha_may_be_high"] is False
     assert f"{summary['negative_auc']:.3f} (alpha may be far too high below 0.8;" in report

@@ -44,7 +44,9 @@ def test_overlapping_classes_warn_that_alpha_may_be_far_too_high(caplog):
 
 
 def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):
-    est = PULSNAR(random_state=0, n_jobs=2, max_clusters=6).fit(snar.X, snar.label)
+    # auto without its valley reader, which reads these well separated subtypes (below)
+    est = PULSNAR(random_state=0, n_jobs=2, max_clusters=6, valley_depth=0)
+    est.fit(snar.X, snar.label)
     # three subtypes: three clusters (a tiny extra component is merged into its neighbour)
     assert est.n_clusters_ == 3 == len(est.cluster_alphas_)
     assert est.alpha_ == pytest.approx(est.cluster_alphas_.sum())
@@ -59,6 +61,29 @@ def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):
         members = pos_types[est.clustering_.labels == c]
         assert np.bincount(members).max() / members.size > 0.95
     assert len(est.clustering_.bic) == 6
+
+
+def test_auto_reads_alpha_at_the_valley_of_separated_subtypes(snar):
+    """Three subtypes labeled at different rates, each well apart from the negatives: the
+    unlabeled rows' scores dip between the negatives and the labeled positives, and auto
+    reads alpha there; PULSCAR's kernel reader, one labeling rate for all, reads it low."""
+    est = PULSNAR(random_state=0, n_jobs=2, max_clusters=6).fit(snar.X, snar.label)
+    valley = est.method_evidence_["valley"]
+    assert valley["credible"] and valley["depth"] <= 0.3 and valley["labeled_below"] <= 0.05
+    assert est.method_ == "pulscar" and est.n_clusters_ == 1
+    assert est.alpha_ == pytest.approx(snar.true_alpha, abs=0.03) == valley["alpha"]
+    assert est.alpha_estimate_.estimator == "valley"
+    assert "the unlabeled rows' scores dip to" in est.method_evidence_["reason"]
+    # the interval reads PULSCAR's subproblem with the valley reader alone, beside the
+    # clusters' readings (the other assumption)
+    assert [k for k in est.alpha_interval_.readings if k.startswith("pulscar")] == [
+        "pulscar valley"
+    ]
+    assert "pulsnar kernel" in est.alpha_interval_.readings
+    kernel = PULSCAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
+    assert kernel.alpha_ < snar.true_alpha - 0.08
+    # the same probabilities: the valley reader re-reads PULSCAR's out-of-fold scores
+    np.testing.assert_array_equal(est.oof_proba_, kernel.oof_proba_)
 
 
 def test_pulsnar_takes_claim_overlap(snar):
@@ -188,13 +213,14 @@ def test_importance_gain_is_row_order_free_and_caps_the_unlabeled():
 
 
 def test_each_alpha_reader_is_used_for_every_cluster_and_kernel_is_the_default(snar):
-    model = PULSNAR(random_state=0, n_jobs=1).fit(snar.X, snar.label)
+    model = PULSNAR(random_state=0, n_jobs=1, method="pulsnar").fit(snar.X, snar.label)
     assert {e.estimator for e in model.cluster_estimates_} == {"kernel"}
     assert PULSCAR(random_state=0, n_jobs=1).fit(snar.X, snar.label).alpha_estimate_.estimator == (
         "kernel"
     )
     for reader in ("tail", "bbe"):
-        other = PULSNAR(random_state=0, n_jobs=1, alpha_estimator=reader).fit(snar.X, snar.label)
+        other = PULSNAR(random_state=0, n_jobs=1, alpha_estimator=reader, method="pulsnar")
+        other.fit(snar.X, snar.label)
         assert {e.estimator for e in other.cluster_estimates_} == {reader}
         reread = [
             estimate_alpha(r.probabilities, r.labels, estimator=reader, random_state=0).alpha
@@ -228,6 +254,7 @@ def test_per_feature_xgboost_parameters_follow_the_features_into_every_subproble
         n_jobs=2,
         max_clusters=4,
         xgb_params={"monotone_constraints": "(0,0,0,0,0,0,0,-1)"},
+        method="pulsnar",
     ).fit(X, snar.label)
     components = est.model_.components
     assert len(components) == est.n_clusters_ > 1

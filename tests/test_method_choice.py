@@ -127,8 +127,10 @@ def test_auto_flags_one_cluster_found_on_the_top_features_only():
 
 
 def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
+    """The clusters' mix decides where the unlabeled rows' scores show no plain valley
+    (``valley_depth=0`` here: both tables have one, and the default reads alpha there)."""
     snar = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
-    auto = PULSNAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
+    auto = PULSNAR(random_state=0, n_jobs=2, valley_depth=0).fit(snar.X, snar.label)
     plain = PULSNAR(random_state=0, n_jobs=2, method="pulsnar").fit(snar.X, snar.label)
     assert auto.method_ == "pulsnar" and plain.method_ == "pulsnar"
     assert auto.method_evidence_["subtype_mix_distance"] >= SCAR_MIX_DISTANCE
@@ -136,13 +138,19 @@ def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
     assert auto.alpha_ == plain.alpha_ and auto.n_clusters_ == plain.n_clusters_ > 1
 
     scar = two_subtypes_labeled_at_random()
-    auto = PULSNAR(random_state=0, n_jobs=2).fit(scar.X, scar.label)
+    auto = PULSNAR(random_state=0, n_jobs=2, valley_depth=0).fit(scar.X, scar.label)
     assert auto.method_evidence_["n_clusters"] >= 2  # two subtypes (or pieces), hidden alike
     assert auto.method_evidence_["subtype_mix_distance"] < SCAR_MIX_DISTANCE
     assert auto.method_ == "pulscar" and auto.n_clusters_ == 1
+    assert "valley" not in auto.method_evidence_
     # PULSCAR itself, on every feature
     assert auto.alpha_ == PULSCAR(random_state=0, n_jobs=2).fit(scar.X, scar.label).alpha_
     assert auto.alpha_ == pytest.approx(scar.true_alpha, abs=0.03)
+    # the default reads the same probabilities at their valley, as right under SCAR
+    valley = PULSNAR(random_state=0, n_jobs=2).fit(scar.X, scar.label)
+    assert valley.method_evidence_["valley"]["credible"] and valley.method_ == "pulscar"
+    np.testing.assert_array_equal(valley.oof_proba_, auto.oof_proba_)
+    assert valley.alpha_ == pytest.approx(scar.true_alpha, abs=0.03)
 
 
 def two_subtypes_labeled_at_random():

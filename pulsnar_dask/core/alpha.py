@@ -17,6 +17,14 @@ thresholds ``t`` at quantiles of the positives' probabilities from the median up
 cluster subproblems: there the unlabeled rows hold other clusters' positives, which score
 in the middle of the range, and the kernel objective's sharpest kink lands on that plateau
 (benchmarks/results/README.md).
+
+``valley``: the share of unlabeled rows that score above the deepest dip of their density
+between the negatives' mode and the labeled positives, over the share of labeled positives
+above it (:func:`valley_cut`). Where the classifier ranks every positive subtype above the
+negatives, however rarely each is labeled, that counts the hidden positives of all of them;
+the other readers read the ratio where the positives are best labeled, and read SNAR data
+low. It needs such a dip: ``method="auto"`` reads it only where one is plain
+(:meth:`ValleyCut.credible`; benchmarks/results/README.md, item 50).
 """
 
 from __future__ import annotations
@@ -47,6 +55,11 @@ TAIL_THRESHOLDS = 10
 BBE_DELTA = 0.1
 # Random halvings of the rows BBE is cross-fitted over (see best_bin_alpha).
 BBE_SPLITS = 5
+# The valley reader's grid points, the probabilities' clip before their logit, and the
+# share of labeled positives a plain dip may lie above (ValleyCut.credible).
+VALLEY_GRID = 512
+LOGIT_CLIP = 1e-7
+VALLEY_MAX_LABELED_BELOW = 0.05
 
 
 @dataclass(frozen=True)
@@ -74,10 +87,10 @@ class AlphaEstimate:
     exact : bool
         Whether the kernel was averaged over the raw probabilities (oracle path).
     estimator : str
-        ``"kernel"`` (alpha from the objective) or ``"tail"`` (from the tail ratios).
+        The reader alpha comes from (:func:`estimate_alpha`).
     tail_thresholds, tail_ratios : ndarray
-        Thresholds and ``P_U(p >= t) / P_P(p >= t)`` of the tail estimator (empty for
-        ``kernel``).
+        Thresholds and ``P_U(p >= t) / P_P(p >= t)`` of the tail, BBE or valley reader
+        (the valley's one cut; empty for ``kernel``).
     """
 
     alpha: float
@@ -225,6 +238,103 @@ def _smallest_ratio(ratios: np.ndarray) -> float:
     return float(min(ratios.min(), CANDIDATES[-1]))
 
 
+@dataclass(frozen=True)
+class ValleyCut:
+    """The dip of the unlabeled rows' scores between the negatives and the labeled positives.
+
+    Attributes
+    ----------
+    alpha : float
+        ``P_U(p > cut) / P_P(p > cut)``, below 1: the unlabeled rows above the cut, with
+        the hidden positives below it counted in the share the labeled ones have there.
+    cut : float
+        The probability at the dip.
+    depth : float
+        The unlabeled rows' density at the cut over its height at their mode below the
+        labeled positives' median (1: no dip).
+    labeled_below : float
+        Share of the labeled positives at or below the cut.
+    """
+
+    alpha: float
+    cut: float
+    depth: float
+    labeled_below: float
+
+    def credible(self, max_depth: float) -> bool:
+        """Whether the dip is plain: at most ``max_depth`` deep and below all but
+        ``VALLEY_MAX_LABELED_BELOW`` of the labeled positives (where it is not, the
+        unlabeled rows' scores run on into the positives' and the cut counts negatives)."""
+        return self.depth <= max_depth and self.labeled_below <= VALLEY_MAX_LABELED_BELOW
+
+    def as_dict(self) -> dict[str, float]:
+        """JSON-ready, rounded as the summary prints it."""
+        return {
+            "alpha": round(self.alpha, 4),
+            "cut": float(f"{self.cut:.4g}"),
+            "depth": round(self.depth, 3),
+            "labeled_below": round(self.labeled_below, 4),
+        }
+
+
+def _logits(p: np.ndarray) -> np.ndarray:
+    q = np.clip(p, LOGIT_CLIP, 1.0 - LOGIT_CLIP)
+    return np.log(q) - np.log1p(-q)
+
+
+def _smoothed_counts(x: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Gaussian kernel density of ``x`` on an even ``grid`` (Scott's bandwidth), binned:
+    the counts per grid cell convolved with the kernel, so millions of rows cost one pass."""
+    step = grid[1] - grid[0]
+    edges = np.append(grid - step / 2, grid[-1] + step / 2)
+    counts = np.histogram(x, bins=edges)[0].astype(float)
+    bandwidth = max(float(np.std(x)) * x.size ** (-1 / 5), step)
+    reach = int(np.ceil(4 * bandwidth / step))
+    offsets = np.arange(-reach, reach + 1) * step
+    return np.convolve(counts, np.exp(-0.5 * (offsets / bandwidth) ** 2), mode="same")
+
+
+def valley_cut(probabilities: np.ndarray, labels: np.ndarray) -> ValleyCut:
+    """Read alpha at the dip of the unlabeled rows' scores below the labeled positives.
+
+    On the logit of the probabilities: the unlabeled rows' density (:func:`_smoothed_counts`
+    on ``VALLEY_GRID`` points from their 0.1% quantile to the labeled positives' 99.9%
+    one), its mode below the labeled positives' median (the negatives), and its lowest
+    point between that mode and the median (the cut).
+
+    Parameters
+    ----------
+    probabilities : array-like of shape (n,)
+        Out-of-fold classifier probabilities of being labeled positive, in [0, 1].
+    labels : array-like of shape (n,)
+        1 for labeled positives, 0 for unlabeled.
+
+    Returns
+    -------
+    ValleyCut
+        Where no point lies between the mode and the median, the cut is the median and the
+        depth 1.
+    """
+    p, y = _check_inputs(probabilities, labels)
+    x_u, x_p = _logits(p[y == 0]), _logits(p[y == 1])
+    median = float(np.median(x_p))
+    low, high = float(np.quantile(x_u, 0.001)), float(np.quantile(x_p, 0.999))
+    cut, depth = median, 1.0
+    if low < median < high:
+        grid = np.linspace(low, high, VALLEY_GRID)
+        density = _smoothed_counts(x_u, grid)
+        below = np.flatnonzero(grid < median)
+        mode = below[np.argmax(density[below])]
+        between = np.arange(mode + 1, below[-1] + 1)
+        if between.size and density[mode] > 0:
+            dip = between[np.argmin(density[between])]
+            cut, depth = float(grid[dip]), float(density[dip] / density[mode])
+    cut_p = float(1.0 / (1.0 + np.exp(-cut)))
+    above_p = float(np.mean(p[y == 1] > cut_p))
+    alpha = float(np.mean(p[y == 0] > cut_p)) / above_p if above_p > 0 else CANDIDATES[-1]
+    return ValleyCut(min(alpha, float(CANDIDATES[-1])), cut_p, depth, 1.0 - above_p)
+
+
 def best_bin_ratios(
     probabilities: np.ndarray, labels: np.ndarray, delta: float = BBE_DELTA
 ) -> tuple[np.ndarray, np.ndarray, int]:
@@ -368,9 +478,10 @@ def estimate_alpha(
         ``grid``: the paper's mean kernel, normalised once over the grid.
     random_state : int or None
         Seed of the global bandwidth search and of BBE's random halvings.
-    estimator : {"kernel", "tail", "bbe"}
-        Alpha from the kernel objective (PULSCAR), the smallest tail ratio, or Best Bin
-        Estimation (:func:`best_bin_alpha`; see the module docstring); the densities and
+    estimator : {"kernel", "tail", "bbe", "valley"}
+        Alpha from the kernel objective (PULSCAR), the smallest tail ratio, Best Bin
+        Estimation (:func:`best_bin_alpha`) or the tail ratio at the dip of the unlabeled
+        rows' scores (:func:`valley_cut`; see the module docstring); the densities and
         objective are computed either way.
     tail_fraction : float
         Share of the positives the tail estimator keeps above its thresholds.
@@ -415,6 +526,10 @@ def estimate_alpha(
     elif estimator == "tail":
         thresholds, ratios = tail_ratios(p, y, tail_fraction)
         alpha = _smallest_ratio(ratios)
+    elif estimator == "valley":
+        valley = valley_cut(p, y)
+        alpha = valley.alpha
+        thresholds, ratios = np.array([valley.cut]), np.array([alpha])
     else:
         thresholds, ratios, _ = best_bin_ratios(p, y)
         alpha = best_bin_alpha(p, y, random_state=random_state)

@@ -22,7 +22,7 @@ from pulsnar_dask.core.choices import check_choice
 
 BIN_METHODS = ("square_root", "sturges", "rice", "scott", "fd")
 ALPHA_REGIONS = ("upper", "all", "positives")
-ALPHA_ESTIMATORS = ("kernel", "tail", "bbe")
+ALPHA_ESTIMATORS = ("kernel", "tail", "bbe", "valley")
 BANDWIDTH_SEARCHES = ("local", "global")
 BANDWIDTH_ERRORS = ("mse", "js")
 BANDWIDTH_BOUNDS = (0.05, 0.5)
@@ -155,8 +155,10 @@ class PUConfig:
     alpha_estimator: str = option(
         "kernel",
         "How each subproblem's alpha is read from its probabilities: the beta-kernel "
-        "objective, the smallest tail ratio, or Best Bin Estimation (cross-fitted); "
-        "measured on every benchmark family (decision record, item 14).",
+        "objective, the smallest tail ratio, Best Bin Estimation (cross-fitted), or the "
+        "tail ratio at the dip of the unlabeled rows' scores below the labeled positives "
+        "(what method auto reads where that dip is plain: valley_depth); measured on "
+        "every benchmark family (decision record, items 14 and 50).",
         type="str",
         choices=ALPHA_ESTIMATORS,
         flag="--alpha-estimator",
@@ -274,6 +276,15 @@ class PUConfig:
         type="float",
         flag="--claim-overlap",
     )
+    valley_depth: float = option(
+        0.3,
+        "method auto: where PULSCAR's scores of the unlabeled rows dip between the "
+        "negatives' mode and the labeled positives (below all but 5% of them) to at most "
+        "this share of the mode's density, alpha is read at the dip (the valley reader), "
+        "however rarely each subtype is labeled; 0: never (decision record, item 50).",
+        type="float",
+        flag="--valley-depth",
+    )
     cluster_split: float | None = option(
         0.2,
         "Split a PULSNAR cluster in two where a two-component mixture fits its positives "
@@ -382,6 +393,8 @@ class PUConfig:
             )
         if not 0 <= self.claim_overlap <= 1:
             raise ValueError(f"claim_overlap must be in [0, 1], got {self.claim_overlap}")
+        if not 0 <= self.valley_depth < 1:
+            raise ValueError(f"valley_depth must be in [0, 1), got {self.valley_depth}")
         if self.cluster_split is not None and not 0 <= self.cluster_split < 0.5:
             raise ValueError(f"cluster_split must be in [0, 0.5) or None, got {self.cluster_split}")
         if self.interval_resamples < 0 or self.interval_resamples == 1:

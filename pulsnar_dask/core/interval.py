@@ -10,7 +10,8 @@ spans all three:
    deviation ``sd``;
 2. the reader: alpha read with the kernel objective and with the tail ratios
    (:mod:`pulsnar_dask.core.alpha`), whose biases differ, and with the configured reader if it
-   is another;
+   is another (where ``method="auto"`` read PULSCAR's alpha at a valley of the unlabeled
+   rows' scores, that subproblem is read with the valley reader alone);
 3. the labeling assumption: PULSNAR's clusters and PULSCAR, where both were computed
    (``method="auto"`` with more than one cluster).
 
@@ -68,14 +69,15 @@ Pairs = Sequence[Sequence[tuple[np.ndarray, np.ndarray]]]
 def _readings(
     groups: Pairs,
     subtypes: Sequence[np.ndarray],
-    readers: Sequence[str],
+    readers: Sequence[Sequence[str]],
     config: PUConfig,
     seed: int,
     picks: Sequence[tuple[np.ndarray, list[np.ndarray]]] | None,
 ) -> np.ndarray:
     """Alpha per (group, reader), the subproblems' ``(probabilities, labels)`` combined as
-    configured, on the rows or on one resample of them."""
-    out = np.empty((len(groups), len(readers)))
+    configured, on the rows or on one resample of them; ``readers[g]`` are group ``g``'s
+    (NaN past a group's last reader)."""
+    out = np.full((len(groups), max(map(len, readers))), np.nan)
     for g, group in enumerate(groups):
         resampled = []
         for s, (p, y) in enumerate(group):
@@ -87,7 +89,7 @@ def _readings(
                 p = np.concatenate([pos, unl])
                 y = np.concatenate([np.ones(pos.size, np.int8), np.zeros(unl.size, np.int8)])
             resampled.append((p, y, unl))
-        for r, reader in enumerate(readers):
+        for r, reader in enumerate(readers[g]):
             cfg = config.with_(alpha_estimator=reader)
             alphas = [alpha_value(p, y, cfg, seed) for p, y, _ in resampled]
             out[g, r] = combined_alpha([unl for *_, unl in resampled], alphas, subtypes[g])
@@ -98,7 +100,7 @@ def resample_readings(
     resample: np.random.SeedSequence,
     sizes: Sequence[int],
     subtypes: Sequence[np.ndarray],
-    readers: Sequence[str],
+    readers: Sequence[Sequence[str]],
     config: PUConfig,
     seed: int,
     *arrays: np.ndarray,
@@ -148,6 +150,7 @@ def alpha_interval(
     seed: int = 0,
     alphas: Sequence[float] = (),
     map_resamples: Callable[[Callable[..., Any], Sequence[tuple]], list[Any]] | None = None,
+    readers: Mapping[str, Sequence[str]] | None = None,
 ) -> AlphaInterval:
     """Return the 95% interval of alpha from the collected probabilities.
 
@@ -171,6 +174,11 @@ def alpha_interval(
         ``map(fn, calls) -> [fn(*args) for args in calls]``, run where it can (an
         executor's ``map``: the resamples as tasks); ``None``: one after another here.
         Each resample has its own seed, so the result is the same either way.
+    readers : mapping of str to sequences of str, or None
+        The readers of the named groups, where not ``config.alpha_estimator`` and
+        ``INTERVAL_READERS``: ``{"pulscar": ("valley",)}`` where ``method="auto"`` read
+        alpha at a valley (the other readers read SNAR data low there, as the valley
+        reader was chosen because they do).
 
     Returns
     -------
@@ -186,26 +194,27 @@ def alpha_interval(
         if not np.array_equal(s.row_ids[s.labels == 0], unlabeled_ids):
             raise ValueError("every subproblem must hold the same unlabeled rows")
     del unlabeled_ids
-    readers = list(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
+    default = tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
+    group_readers = [tuple((readers or {}).get(name, default)) for name in names]
     # Which clusters count as one subtype is read once, from the collected probabilities.
     subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]
     pairs = [[(s.probabilities, s.labels) for s in group] for group in subs]
-    point = _readings(pairs, subtypes, readers, config, seed, None)
+    point = _readings(pairs, subtypes, group_readers, config, seed, None)
     arrays = [a for group in pairs for pair in group for a in pair]
     sizes = [len(group) for group in subs]
     calls = [
-        (resample, sizes, subtypes, readers, config, seed, *arrays)
+        (resample, sizes, subtypes, group_readers, config, seed, *arrays)
         for resample in np.random.SeedSequence(seed).spawn(n_resamples)
     ]
     resampled = (map_resamples or _in_turn)(resample_readings, calls)
     sd = np.std(resampled, axis=0, ddof=1)
-    low, high = np.min(point - Z_95 * sd), np.max(point + Z_95 * sd)
+    low, high = np.nanmin(point - Z_95 * sd), np.nanmax(point + Z_95 * sd)
     if len(alphas) > 1:
         _, mean_low, mean_high = mean_ci(np.asarray(alphas))
         low, high = min(low, mean_low), max(high, mean_high)
     readings = {
         f"{name} {reader}": (float(point[g, r]), float(sd[g, r]))
         for g, name in enumerate(names)
-        for r, reader in enumerate(readers)
+        for r, reader in enumerate(group_readers[g])
     }
     return AlphaInterval(float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0)), readings)

@@ -15,6 +15,7 @@ from pulsnar_dask.core.alpha import (
     best_bin_alpha,
     estimate_alpha,
     tail_alpha,
+    valley_cut,
 )
 from pulsnar_dask.core.calibration import (
     CalibrationMap,
@@ -106,11 +107,14 @@ def read_alpha(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: in
 
 def alpha_value(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: int) -> float:
     """Alpha alone, as :func:`read_alpha` reads it, without the densities kept for plots
-    where the reader does not need them (``tail``, ``bbe``): what resamples need."""
+    where the reader does not need them (``tail``, ``bbe``, ``valley``): what resamples
+    need."""
     if config.alpha_estimator == "tail":
         return tail_alpha(proba, labels, config.tail_fraction)
     if config.alpha_estimator == "bbe":
         return best_bin_alpha(proba, labels, random_state=seed)
+    if config.alpha_estimator == "valley":
+        return valley_cut(proba, labels).alpha
     return read_alpha(proba, labels, config, seed).alpha
 
 

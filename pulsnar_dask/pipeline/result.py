@@ -230,6 +230,13 @@ class JobResult:
         return out
 
 
+def valley_of(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The valley ``method="auto"`` read alpha at (``method_evidence["valley"]``), or None
+    where it read none (no auto, no plain dip, or a summary written before the reader)."""
+    valley = (summary.get("method_evidence") or {}).get("valley")
+    return valley if valley and valley.get("credible") else None
+
+
 def headline(summary: dict[str, Any]) -> str:
     """One line that answers the question a run is for: how many hidden positives.
 
@@ -237,7 +244,8 @@ def headline(summary: dict[str, Any]) -> str:
     -------
     str
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
-        (PULSNAR, 5 clusters)``, with the 95% interval (``alpha_interval``, else the
+        (PULSNAR, 5 clusters)`` (``PULSCAR read at the valley of the unlabeled scores``
+        where auto read it there), with the 95% interval (``alpha_interval``, else the
         iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
         identified, when a feature may record the label (perfect separation), when
         alpha may be far too high (positives and negatives overlap), or when alpha may
@@ -246,8 +254,9 @@ def headline(summary: dict[str, Any]) -> str:
     n_unlabeled = summary["n_unlabeled"]
     text = (
         f"alpha {summary['alpha']:.3f}: about {summary['hidden_positives']:,} hidden positives "
-        f"among {n_unlabeled:,} unlabeled rows ({summary['method'].upper()}, "
-        f"{summary['n_clusters']} cluster{'s' if summary['n_clusters'] > 1 else ''})"
+        f"among {n_unlabeled:,} unlabeled rows ({summary['method'].upper()}"
+        + (" read at the valley of the unlabeled scores" if valley_of(summary) else "")
+        + f", {summary['n_clusters']} cluster{'s' if summary['n_clusters'] > 1 else ''})"
     )
     if "alpha_interval" in summary:
         low, high = summary["alpha_interval"]

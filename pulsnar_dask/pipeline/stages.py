@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from pulsnar_dask.core.alpha import valley_cut
 from pulsnar_dask.core.calibration import fit_calibration_map
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig, check_seed, config_dict
@@ -37,6 +38,7 @@ from pulsnar_dask.core.subproblem import (
     check_subproblem,
     combine_on_rows,
     estimate_subproblem,
+    read_alpha,
     relabel_claimed,
     subproblems_alpha,
 )
@@ -356,6 +358,34 @@ def _profiles(
         X_positive = executor.positives(columns)
     X_described, names = executor.schema.one_hot(X_positive, columns)
     return subtype_profiles(X_described, positive_labels, names)
+
+
+def valley_readings(
+    results: list[SubproblemResult], evidence: dict[str, Any], config: PUConfig, seed: int
+) -> list[SubproblemResult] | None:
+    """``method="auto"``'s valley reader: PULSCAR's iterations read at the dip of their
+    unlabeled rows' scores (:func:`~pulsnar_dask.core.alpha.valley_cut`), where the first
+    iteration's dip is plain (``config.valley_depth``); None where it is not.
+
+    What the first iteration shows is recorded as ``evidence["valley"]`` either way; where
+    alpha is read there, ``evidence["reason"]`` says so.
+    """
+    first = results[0]
+    cut = valley_cut(first.probabilities, first.labels)
+    credible = cut.credible(config.valley_depth)
+    evidence["valley"] = {**cut.as_dict(), "max_depth": config.valley_depth, "credible": credible}
+    if not credible:
+        return None
+    evidence["reason"] = (
+        f"the unlabeled rows' scores dip to {cut.depth:.2f} of the negatives' peak below all "
+        f"but {cut.labeled_below:.1%} of the labeled positives: alpha is read at the dip, "
+        "which counts the hidden positives of every subtype however rarely each is labeled"
+    )
+    valley = config.with_(alpha_estimator="valley")
+    return [
+        replace(r, estimate=read_alpha(r.probabilities, r.labels, valley, seed + it))
+        for it, r in enumerate(results)
+    ]
 
 
 def split_clusters(
@@ -694,6 +724,15 @@ def run_pipeline(
                 n_clusters = 1
             elif compare:
                 alternative = [pulscar_first]
+            if config.valley_depth > 0:
+                whole = [it[0] for it in per_iteration] if method == "pulscar" else pulscar_results
+                at_valley = valley_readings(whole, evidence, config, seed)
+                if at_valley is not None:
+                    if method == "pulsnar":
+                        alternative = per_iteration[0]
+                    per_iteration = [[r] for r in at_valley]
+                    method, n_clusters = "pulscar", 1
+                logger.info("method auto: valley %s", evidence["valley"])
     mark("scoring")
     for i, r in enumerate(per_iteration[0]):
         if r.pu_auc < WEAK_PU_AUC:
@@ -753,7 +792,11 @@ def run_pipeline(
         assumptions = {method: first}
         if alternative:
             assumptions["pulscar" if method == "pulsnar" else "pulsnar"] = alternative
-        interval = alpha_interval(assumptions, config, seed, alphas, executor.map)
+        at_valley = evidence is not None and evidence.get("valley", {}).get("credible")
+        interval = alpha_interval(
+            assumptions, config, seed, alphas, executor.map,
+            readers={"pulscar": ("valley",)} if at_valley else None,
+        )  # fmt: skip
         mark("interval")
     probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
     calibrated = improved = metrics = None
