@@ -35,17 +35,19 @@ def _valley_note(valley: dict | None) -> str:
     """The dip of the unlabeled rows' scores that auto looked for, as the method row says it."""
     if not valley:
         return ""
-    verdict = (
-        "plain, so alpha was read there"
-        if valley["credible"]
-        else f"not plain enough to read alpha there (a dip to {valley['max_depth']:g} or "
-        f"less, below all but {VALLEY_MAX_LABELED_BELOW:.0%} of them)"
-    )
-    return (
+    if valley["depth"] >= 1:
+        return "; the unlabeled rows' scores show no dip below the labeled positives"
+    note = (
         f"; the unlabeled rows' scores dip to {valley['depth']:.2f} of the negatives' peak at "
         f"probability {valley['cut']:.3g}, {valley['labeled_below']:.1%} of the labeled "
-        f"positives below it: {verdict}"
+        "positives below it"
     )
+    if not valley["credible"]:
+        note += (
+            f": not plain enough to read alpha there (a dip to {valley['max_depth']:g} or "
+            f"less, below all but {VALLEY_MAX_LABELED_BELOW:.0%} of them)"
+        )
+    return note
 
 
 def _png(fig: plt.Figure) -> bytes:
@@ -82,6 +84,8 @@ def densities_plot(result: JobResult) -> bytes:
             label=rf"$\alpha f_p$, $\alpha$={est.alpha:.4f}",
         )
         ax.axvline(0.5, color="grey", lw=0.6, ls=":")
+        if est.estimator == "valley":
+            ax.axvline(est.tail_thresholds[0], color="tab:red", ls="--", label="valley cut")
         ax.set_yscale("log")
         ax.set_ylim(max(1e-5, float(est.density_unlabeled.min()) / 2), 1.0)
         name = "PULSCAR" if result.method == "pulscar" else f"cluster {i + 1}"
@@ -98,8 +102,18 @@ def objective_plot(result: JobResult) -> bytes:
     estimator, the tail ratios ``P_U(p >= t) / P_P(p >= t)`` over thresholds.
     """
     fig, axes = _panels(len(result.estimates), "How alpha was read off")
-    for ax, est in zip(axes, result.estimates, strict=False):
-        if est.estimator == "tail":
+    for ax, est, sub in zip(axes, result.estimates, result.subproblems, strict=False):
+        if est.estimator == "valley":
+            thresholds, ratios = _tail_curve(sub.probabilities, sub.labels)
+            ax.plot(thresholds, ratios, color="tab:purple", lw=0.8)
+            cut = float(est.tail_thresholds[0])
+            ax.axvline(cut, color="grey", ls=":", label=f"valley cut {cut:.3g}")
+            ax.axhline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
+            ax.set_xscale("log")
+            ax.set_ylim(0, min(1.0, 3 * est.alpha + 0.05))
+            ax.set_xlabel("threshold t (probability)")
+            ax.set_ylabel(r"$P_U(p > t) / P_P(p > t)$")
+        elif est.estimator == "tail":
             ax.plot(est.tail_thresholds, est.tail_ratios, marker="o", color="tab:purple", lw=0.8)
             ax.axhline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
             ax.set_xlabel("threshold t (positives' quantiles)")
@@ -112,6 +126,20 @@ def objective_plot(result: JobResult) -> bytes:
             ax.set_ylabel(r"$\log_{10}(|err(a)| + \epsilon)$")
         ax.legend(fontsize=7)
     return _png(fig)
+
+
+def _tail_curve(
+    probabilities: np.ndarray, labels: np.ndarray, n: int = 200
+) -> tuple[np.ndarray, np.ndarray]:
+    """``P_U(p > t) / P_P(p > t)`` at ``n`` quantiles of all the probabilities (floored at
+    1e-6 for a log axis), where some labeled positive lies above ``t``."""
+    p = np.asarray(probabilities, dtype=float)
+    positive, unlabeled = np.sort(p[labels == 1]), np.sort(p[labels == 0])
+    t = np.unique(np.maximum(np.quantile(p, np.linspace(0.0, 0.999, n)), 1e-6))
+    above_p = 1.0 - np.searchsorted(positive, t, side="right") / positive.size
+    above_u = 1.0 - np.searchsorted(unlabeled, t, side="right") / unlabeled.size
+    keep = above_p > 0
+    return t[keep], above_u[keep] / above_p[keep]
 
 
 def chosen_label(components: int, n_clusters: int, cuts: int) -> str:
@@ -189,12 +217,16 @@ CAPTIONS = {
         "against every unlabeled row. Blue: density of the unlabeled rows' out-of-fold "
         "probabilities; orange: alpha times the labeled positives' density. Alpha is the "
         "largest share of the positives' density that still fits under the unlabeled one "
-        "(log scale)."
+        "(log scale). Where auto read alpha at the valley of the unlabeled rows' scores, "
+        "dashed marks the dip; the orange area may then rise above the blue, as the labeled "
+        "positives' density under-represents the subtypes that were rarely labeled."
     ),
     "objective.png": (
         "How each subproblem's alpha was read: the objective over candidate alphas jumps "
         "where alpha times the positives' density starts to exceed the unlabeled density "
-        "(for the tail reader: the tail ratios over thresholds). Dashed: the alpha used."
+        "(for the tail reader: the tail ratios over thresholds; where auto read alpha at the "
+        "valley, the share of unlabeled rows above each threshold over the labeled "
+        "positives' share, read at the dip, dotted). Dashed: the alpha used."
     ),
     "bic.png": (
         "How many subtypes: BIC (lower fits better for its size) of Gaussian mixtures of the "
@@ -293,7 +325,13 @@ def plain_reading(summary: dict[str, Any]) -> str:
             )
     readings = summary.get("interval_readings", {})
     reader = summary["settings"]["alpha_estimator"]
-    if f"pulscar {reader}" in readings and f"pulsnar {reader}" in readings:
+    if valley_of(summary) and f"pulsnar {reader}" in readings:
+        text += (
+            "The interval also spans PULSNAR's clusters, each read as if labeled at one "
+            f"rate (alpha {readings[f'pulsnar {reader}']['alpha']:.3f}); where subtypes "
+            "labeled at different rates share a cluster, that reading is low. "
+        )
+    elif f"pulscar {reader}" in readings and f"pulsnar {reader}" in readings:
         text += (
             "The interval spans both ways positives may have been labeled: at random "
             f"(PULSCAR reads alpha {readings[f'pulscar {reader}']['alpha']:.3f}) or at rates "

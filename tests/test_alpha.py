@@ -250,3 +250,115 @@ def test_tail_ratios_count_the_unlabeled_tails_as_sorting_does():
         tail_p = 1.0 - np.searchsorted(pos, thresholds, side="left") / pos.size
         tail_u = 1.0 - np.searchsorted(unl, thresholds, side="left") / unl.size
         np.testing.assert_array_equal(ratios, tail_u / tail_p)
+
+
+def _separated_subtypes(seed=0):
+    """Scores on the logit scale: negatives far below three positive subtypes labeled at
+    80%, 30% and 5% (the rarest labeled scores lowest, as a classifier scores them), each
+    subtype's hidden rows scored like its labeled ones. Returns (p, y, true alpha)."""
+    rng = np.random.default_rng(seed)
+    sizes, labeled_share, centres = (1000, 1000, 1000), (0.8, 0.3, 0.05), (2.5, 0.5, -1.0)
+    logits, labels = [rng.normal(-6.0, 0.8, 4000)], [np.zeros(4000, np.int8)]
+    hidden = 0
+    for n, share, centre in zip(sizes, labeled_share, centres, strict=True):
+        n_labeled = round(n * share)
+        logits.append(rng.normal(centre, 0.6, n))
+        labels.append(np.r_[np.ones(n_labeled, np.int8), np.zeros(n - n_labeled, np.int8)])
+        hidden += n - n_labeled
+    x, y = np.concatenate(logits), np.concatenate(labels)
+    return 1 / (1 + np.exp(-x)), y, hidden / np.sum(y == 0)
+
+
+def test_valley_reads_every_subtype_where_the_kernel_reads_the_best_labeled():
+    from pulsnar_dask.core.alpha import valley_cut
+
+    p, y, truth = _separated_subtypes()
+    cut = valley_cut(p, y)
+    assert cut.credible(0.3) and cut.depth < 0.05 and cut.labeled_below < 0.01
+    # the dip lies in the gap: above nearly every negative, below nearly every positive
+    assert 1 / (1 + np.exp(6.0 - 3 * 0.8)) < cut.cut < 1 / (1 + np.exp(1.0 + 3 * 0.6))
+    assert cut.alpha == pytest.approx(truth, abs=0.01)
+    # the same through estimate_alpha, which keeps the cut as its one threshold
+    est = estimate_alpha(p, y, estimator="valley")
+    assert est.estimator == "valley" and est.alpha == cut.alpha
+    np.testing.assert_array_equal(est.tail_thresholds, [cut.cut])
+    # one labeling rate for all: the readers of the ratio at the top read it far lower
+    for reader in ("kernel", "tail"):
+        assert estimate_alpha(p, y, estimator=reader).alpha < truth - 0.2, reader
+
+
+def test_valley_counts_the_labeled_share_below_the_cut():
+    """P_U(p > cut) / P_P(p > cut) by hand: hidden positives below the cut are counted in
+    the share the labeled ones have there."""
+    from pulsnar_dask.core.alpha import valley_cut
+
+    p, y, _ = _separated_subtypes(seed=1)
+    cut = valley_cut(p, y)
+    above_u, above_p = np.mean(p[y == 0] > cut.cut), np.mean(p[y == 1] > cut.cut)
+    assert cut.alpha == pytest.approx(above_u / above_p, rel=1e-12)
+    assert cut.labeled_below == pytest.approx(1 - above_p, rel=1e-12)
+
+
+def test_no_valley_where_the_scores_run_into_the_positives():
+    """Overlapping scores (SCAR, no gap): the unlabeled rows' density falls without a dip
+    until the positives' median, so the cut is not plain and auto does not read there."""
+    from pulsnar_dask.core.alpha import valley_cut
+
+    rng = np.random.default_rng(2)
+    x = np.r_[rng.normal(1.0, 1.0, 2000), rng.normal(1.0, 1.0, 500), rng.normal(0.0, 1.0, 4000)]
+    y = np.r_[np.ones(2000, np.int8), np.zeros(4500, np.int8)]
+    cut = valley_cut(1 / (1 + np.exp(-x)), y)
+    assert not cut.credible(0.3)
+    assert cut.labeled_below > 0.2 or cut.depth > 0.5
+    # every unlabeled row above the positives' median: no mode below it, no dip at all
+    p = np.r_[np.full(10, 0.2), np.full(10, 0.9)]
+    y = np.r_[np.ones(10, np.int8), np.zeros(10, np.int8)]
+    flat = valley_cut(p, y)
+    assert flat.depth == 1.0 and not flat.credible(0.99)
+    with pytest.raises(ValueError, match="finite"):
+        valley_cut(np.array([0.1, np.nan]), np.array([1, 0]))
+
+
+def test_valley_is_plain_up_to_its_limits():
+    from pulsnar_dask.core.alpha import VALLEY_MAX_LABELED_BELOW, ValleyCut
+
+    assert ValleyCut(0.2, 0.1, 0.3, VALLEY_MAX_LABELED_BELOW).credible(0.3)
+    assert not ValleyCut(0.2, 0.1, 0.3001, 0.0).credible(0.3)
+    assert not ValleyCut(0.2, 0.1, 0.0, VALLEY_MAX_LABELED_BELOW + 1e-9).credible(0.3)
+
+
+def test_binned_density_matches_the_gaussian_kernel_sum():
+    """The valley's density is a binned kernel sum: on the grid it matches the exact sum of
+    Gaussians with the same (Scott) bandwidth to within the binning's error."""
+    from pulsnar_dask.core.alpha import _smoothed_counts
+
+    rng = np.random.default_rng(3)
+    x = np.r_[rng.normal(-4, 1, 3000), rng.normal(2, 0.5, 1000)]
+    grid = np.linspace(-7, 4, 512)
+    binned = _smoothed_counts(x, grid)
+    bandwidth = np.std(x) * x.size ** (-1 / 5)
+    exact = np.exp(-0.5 * ((grid[:, None] - x[None, :]) / bandwidth) ** 2).sum(axis=1)
+    np.testing.assert_allclose(binned, exact, rtol=0.02, atol=0.01 * exact.max())
+
+
+def test_valley_holds_at_its_limits_and_where_positives_saturate():
+    """Few rows spread far (a kernel wider than the grid), exactly 5% of the labeled
+    positives below the cut, and positives at the clipped top of the logit scale."""
+    from pulsnar_dask.core.alpha import VALLEY_GRID, _smoothed_counts, valley_cut
+
+    rng = np.random.default_rng(4)
+    spread = np.r_[rng.normal(-5, 0.3, 50), rng.normal(6, 0.3, 50)]
+    assert _smoothed_counts(spread, np.linspace(-0.5, 0.5, VALLEY_GRID)).size == VALLEY_GRID
+    # 600 labeled positives, 30 of them (5% exactly) among the negatives' scores
+    x = np.r_[rng.normal(3, 0.5, 570), rng.normal(-5, 0.5, 30), rng.normal(-5, 0.5, 3000)]
+    x = np.r_[x, rng.normal(3, 0.5, 1000)]
+    y = np.r_[np.ones(600, np.int8), np.zeros(4000, np.int8)]
+    cut = valley_cut(1 / (1 + np.exp(-x)), y)
+    assert cut.labeled_below == 0.05 and cut.credible(0.3)
+    # 1000 of 4000 unlabeled rows above, over the 95% of the labeled positives above
+    assert cut.alpha == pytest.approx(0.25 / 0.95)
+    # positives all at 1.0 (their logit clipped): the dip below them is still found
+    p = np.r_[np.ones(200), np.ones(50), rng.uniform(0, 0.05, 150)]
+    y = np.r_[np.ones(200, np.int8), np.zeros(200, np.int8)]
+    saturated = valley_cut(p, y)
+    assert saturated.credible(0.3) and saturated.alpha == pytest.approx(0.25)

@@ -1,5 +1,6 @@
 """The command line: synth's schema, a local run's outputs, and one clear line per mistake."""
 
+import html
 import json
 import os
 import pty
@@ -875,6 +876,10 @@ def test_every_setting_is_declared_once_and_the_cli_and_estimators_follow_it():
     )  # fmt: skip
     with pytest.raises(PUError, match="tail_fraction must be in"):
         config_from_args(build_parser().parse_args([*base, "--tail-fraction", "0.7"]))
+    with pytest.raises(PUError, match=r"valley_depth must be in \[0, 1\), got 1.0"):
+        config_from_args(build_parser().parse_args([*base, "--valley-depth", "1"]))
+    off = config_from_args(build_parser().parse_args([*base, "--valley-depth", "0"]))
+    assert off == PUConfig(valley_depth=0.0)
     # each estimator parameter that is a setting defaults to it; its _config() is PUConfig()
     rename = {"n_jobs": "n_threads"}
     for estimator in (PULSCAR, PULSNAR):
@@ -950,6 +955,36 @@ def test_every_option_of_every_command_has_a_help_text():
             assert action.help, f"{name} {action.option_strings} has no help text"
 
 
+def test_a_run_read_at_the_valley_says_so_everywhere(tmp_path, capsys):
+    """Well separated subtypes labeled at different rates: auto reads alpha at the valley,
+    and the headline, the summary, the report's paragraph, method row and plots say so."""
+    from pulsnar_dask import make_pu_data
+    from pulsnar_dask.io import write_pu_parquet
+
+    data = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
+    write_pu_parquet(data.split(2), tmp_path / "in.parquet")
+    out = tmp_path / "valley"
+    status, summary, err = run_cli(
+        ["run", "--input", str(tmp_path / "in.parquet"), "--out", str(out), "--n-workers", "2"],
+        capsys,
+    )
+    assert status == 0, err
+    valley = summary["method_evidence"]["valley"]
+    assert valley["credible"] and summary["method"] == "pulscar"
+    assert summary["alpha"] == pytest.approx(summary["true_alpha"], abs=0.03)
+    assert summary["method_evidence"]["subtypes_may_be_unseen"] is False
+    readings = summary["interval_readings"]
+    assert [k for k in readings if k.startswith("pulscar")] == ["pulscar valley"]
+    report = html.unescape((out / "report.html").read_text())
+    assert "PULSCAR read at the valley of the unlabeled scores, 1 cluster)" in report
+    assert "alpha was read there, as the share of unlabeled rows above the dip" in report
+    assert f"dip to {valley['depth']:.2f} of the negatives' peak at probability" in report
+    assert "not plain enough" not in report
+    assert "where auto read alpha at the" in report  # the plots' captions
+    assert "The interval also spans PULSNAR's clusters" in report
+    assert report.count("<figure>") == report.count("<figcaption>") >= 3
+
+
 def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsys):
     out = tmp_path / "auto"
     status, summary, err = run_cli(
@@ -966,14 +1001,19 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     assert evidence["subtypes_may_be_unseen"] is False  # 8 features, all clustered
     distance, noise = evidence["subtype_mix_distance"], evidence["sampling_noise"]
     valley = evidence["valley"]  # the dip auto looked for, read there only where plain
-    assert valley["credible"] == (valley["depth"] <= 0.3 and valley["labeled_below"] <= 0.05)
+    # (to the evidence's rounding: 3 decimals of the depth, 4 of the labeled share)
+    plain = valley["depth"] <= 0.3 + 5e-4 and valley["labeled_below"] <= 0.05 + 5e-5
+    steep = valley["depth"] <= 0.3 - 5e-4 and valley["labeled_below"] <= 0.05 - 5e-5
+    assert steep <= valley["credible"] <= plain
     assert (summary["method"] == "pulscar") == (
         valley["credible"]
         or evidence["n_clusters"] == 1
         or distance < evidence["threshold"]
         or (noise is not None and distance <= noise)
     )
-    assert (summary["alpha"] == valley["alpha"]) == valley["credible"]
+    if valley["credible"]:  # the reading the interval holds too
+        assert summary["alpha"] == pytest.approx(valley["alpha"], abs=5e-5)
+        assert summary["interval_readings"]["pulscar valley"]["alpha"] == summary["alpha"]
     assert summary["n_clusters"] == (
         1 if summary["method"] == "pulscar" else len(summary["cluster_alphas"])
     )
@@ -981,7 +1021,11 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     assert f"auto chose <strong>{summary['method'].upper()}</strong>" in report
     assert noise is not None  # several clusters: PULSCAR ran beside them
     assert f"or within {noise:.3f}, sampling alone under SCAR" in report
-    assert f"dip to {valley['depth']:.2f} of the negatives' peak at probability" in report
+    assert (
+        "scores show no dip below the labeled positives"
+        if valley["depth"] >= 1
+        else f"dip to {valley['depth']:.2f} of the negatives' peak at probability"
+    ) in report
     # the overlap check reads PULSCAR's subproblem, scored beside the clusters
     assert summary["negative_auc"] > 0.8 and summary["alpha_may_be_high"] is False
     assert f"{summary['negative_auc']:.3f} (alpha may be far too high below 0.8;" in report

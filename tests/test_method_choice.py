@@ -113,10 +113,12 @@ def test_the_report_says_when_one_cluster_rests_on_part_of_the_features():
 
 def test_auto_flags_one_cluster_found_on_the_top_features_only():
     """SCAR data, 12 features: clustered on all of them no caveat; on the top 3 the one
-    cluster found rests on a quarter of the features, and the evidence says so."""
+    cluster found rests on a quarter of the features, and the evidence says so (without
+    the valley reader, whose reading rests on no cluster and clears the flag: below)."""
     scar = make_pu_data("scar", 600, 3000, 12, 0.2, class_sep=2.0, random_state=0)
-    full = PULSNAR(random_state=0, n_jobs=2).fit(scar.X, scar.label)
-    top3 = PULSNAR(random_state=0, n_jobs=2, max_cluster_features=3).fit(scar.X, scar.label)
+    full = PULSNAR(random_state=0, n_jobs=2, valley_depth=0).fit(scar.X, scar.label)
+    top3 = PULSNAR(random_state=0, n_jobs=2, max_cluster_features=3, valley_depth=0)
+    top3.fit(scar.X, scar.label)
     assert full.method_ == top3.method_ == "pulscar"
     assert full.method_evidence_["n_clusters"] == top3.method_evidence_["n_clusters"] == 1
     assert not full.method_evidence_["subtypes_may_be_unseen"]
@@ -124,6 +126,9 @@ def test_auto_flags_one_cluster_found_on_the_top_features_only():
     assert top3.method_evidence_["cluster_features"] == 3
     assert top3.method_evidence_["model_features"] == full.method_evidence_["model_features"]
     assert top3.alpha_ == full.alpha_  # PULSCAR either way: only the evidence differs
+    valley = PULSNAR(random_state=0, n_jobs=2, max_cluster_features=3).fit(scar.X, scar.label)
+    assert valley.method_evidence_["valley"]["credible"]
+    assert not valley.method_evidence_["subtypes_may_be_unseen"]
 
 
 def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():

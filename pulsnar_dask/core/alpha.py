@@ -89,8 +89,9 @@ class AlphaEstimate:
     estimator : str
         The reader alpha comes from (:func:`estimate_alpha`).
     tail_thresholds, tail_ratios : ndarray
-        Thresholds and ``P_U(p >= t) / P_P(p >= t)`` of the tail, BBE or valley reader
-        (the valley's one cut; empty for ``kernel``).
+        Thresholds and ``P_U(p >= t) / P_P(p >= t)`` of the tail or BBE reader, or the
+        valley reader's one cut and ``P_U(p > cut) / P_P(p > cut)`` (empty for
+        ``kernel``).
     """
 
     alpha: float
@@ -262,9 +263,20 @@ class ValleyCut:
     labeled_below: float
 
     def credible(self, max_depth: float) -> bool:
-        """Whether the dip is plain: at most ``max_depth`` deep and below all but
-        ``VALLEY_MAX_LABELED_BELOW`` of the labeled positives (where it is not, the
-        unlabeled rows' scores run on into the positives' and the cut counts negatives)."""
+        """Whether the dip is plain enough to read alpha at.
+
+        Parameters
+        ----------
+        max_depth : float
+            The largest ``depth`` taken (``PUConfig.valley_depth``).
+
+        Returns
+        -------
+        bool
+            ``depth <= max_depth`` and ``labeled_below <= VALLEY_MAX_LABELED_BELOW``. Where
+            not, the unlabeled rows' scores run on into the positives' and a cut there
+            counts negatives.
+        """
         return self.depth <= max_depth and self.labeled_below <= VALLEY_MAX_LABELED_BELOW
 
     def as_dict(self) -> dict[str, float]:
@@ -291,7 +303,10 @@ def _smoothed_counts(x: np.ndarray, grid: np.ndarray) -> np.ndarray:
     bandwidth = max(float(np.std(x)) * x.size ** (-1 / 5), step)
     reach = int(np.ceil(4 * bandwidth / step))
     offsets = np.arange(-reach, reach + 1) * step
-    return np.convolve(counts, np.exp(-0.5 * (offsets / bandwidth) ** 2), mode="same")
+    # the full convolution, cut back to the grid (``mode="same"`` returns the longer of
+    # the two inputs where the kernel outreaches the grid)
+    full = np.convolve(counts, np.exp(-0.5 * (offsets / bandwidth) ** 2))
+    return full[reach : reach + grid.size]
 
 
 def valley_cut(probabilities: np.ndarray, labels: np.ndarray) -> ValleyCut:
@@ -312,15 +327,17 @@ def valley_cut(probabilities: np.ndarray, labels: np.ndarray) -> ValleyCut:
     Returns
     -------
     ValleyCut
-        Where no point lies between the mode and the median, the cut is the median and the
+        Where no point lies between the mode and the median (or no unlabeled row lies
+        below the median), the cut is the labeled positives' median probability and the
         depth 1.
     """
     p, y = _check_inputs(probabilities, labels)
     x_u, x_p = _logits(p[y == 0]), _logits(p[y == 1])
     median = float(np.median(x_p))
     low, high = float(np.quantile(x_u, 0.001)), float(np.quantile(x_p, 0.999))
-    cut, depth = median, 1.0
-    if low < median < high:
+    cut_p, depth = float(np.median(p[y == 1])), 1.0
+    # at most as high as the positives' top: half of them may sit at the clipped logit
+    if low < median <= high:
         grid = np.linspace(low, high, VALLEY_GRID)
         density = _smoothed_counts(x_u, grid)
         below = np.flatnonzero(grid < median)
@@ -328,11 +345,12 @@ def valley_cut(probabilities: np.ndarray, labels: np.ndarray) -> ValleyCut:
         between = np.arange(mode + 1, below[-1] + 1)
         if between.size and density[mode] > 0:
             dip = between[np.argmin(density[between])]
-            cut, depth = float(grid[dip]), float(density[dip] / density[mode])
-    cut_p = float(1.0 / (1.0 + np.exp(-cut)))
+            cut_p = float(1.0 / (1.0 + np.exp(-grid[dip])))
+            depth = float(density[dip] / density[mode])
+    labeled_below = float(np.mean(p[y == 1] <= cut_p))
     above_p = float(np.mean(p[y == 1] > cut_p))
-    alpha = float(np.mean(p[y == 0] > cut_p)) / above_p if above_p > 0 else CANDIDATES[-1]
-    return ValleyCut(min(alpha, float(CANDIDATES[-1])), cut_p, depth, 1.0 - above_p)
+    alpha = float(np.mean(p[y == 0] > cut_p)) / above_p if above_p > 0 else 1.0
+    return ValleyCut(min(alpha, float(CANDIDATES[-1])), cut_p, depth, labeled_below)
 
 
 def best_bin_ratios(

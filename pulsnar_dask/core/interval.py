@@ -118,14 +118,15 @@ def resample_readings(
     sizes : sequence of int
         Subproblems per group.
     subtypes, readers, config, seed
-        As :func:`_readings`.
+        As :func:`_readings` (``readers``: each group's).
     *arrays : ndarray
         Each subproblem's probabilities and labels, group after group (flat, so that a
         Dask executor sends each array to a worker once for every resample).
 
     Returns
     -------
-    ndarray of shape (n_groups, n_readers)
+    ndarray of shape (n_groups, the most readers of a group)
+        NaN past a group's last reader.
     """
     pairs = list(zip(arrays[::2], arrays[1::2], strict=True))
     bounds = np.cumsum([0, *sizes])
@@ -208,7 +209,8 @@ def alpha_interval(
     ]
     resampled = (map_resamples or _in_turn)(resample_readings, calls)
     sd = np.std(resampled, axis=0, ddof=1)
-    low, high = np.nanmin(point - Z_95 * sd), np.nanmax(point + Z_95 * sd)
+    read = np.array([[r < len(g) for r in range(point.shape[1])] for g in group_readers])
+    low, high = np.min((point - Z_95 * sd)[read]), np.max((point + Z_95 * sd)[read])
     if len(alphas) > 1:
         _, mean_low, mean_high = mean_ci(np.asarray(alphas))
         low, high = min(low, mean_low), max(high, mean_high)

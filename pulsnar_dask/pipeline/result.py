@@ -26,7 +26,8 @@ OVERLAP_AUC = 0.8
 PERFECT_PU_AUC = 0.9999
 INTERVAL_METHOD = (
     "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
-    "configured reader), under PULSNAR and PULSCAR where both were computed"
+    "configured reader; PULSCAR's with the valley reader alone where auto read alpha at a "
+    "valley), under PULSNAR and PULSCAR where both were computed"
 )
 
 

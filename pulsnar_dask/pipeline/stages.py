@@ -363,12 +363,26 @@ def _profiles(
 def valley_readings(
     results: list[SubproblemResult], evidence: dict[str, Any], config: PUConfig, seed: int
 ) -> list[SubproblemResult] | None:
-    """``method="auto"``'s valley reader: PULSCAR's iterations read at the dip of their
-    unlabeled rows' scores (:func:`~pulsnar_dask.core.alpha.valley_cut`), where the first
-    iteration's dip is plain (``config.valley_depth``); None where it is not.
+    """``method="auto"``'s valley reader (:func:`~pulsnar_dask.core.alpha.valley_cut`).
 
-    What the first iteration shows is recorded as ``evidence["valley"]`` either way; where
-    alpha is read there, ``evidence["reason"]`` says so.
+    Parameters
+    ----------
+    results : list of SubproblemResult
+        PULSCAR's subproblem, one per iteration.
+    evidence : dict
+        ``choose_method``'s evidence, updated in place: ``valley`` (what the first
+        iteration's dip shows) always; where alpha is read there, ``reason`` says so and
+        ``subtypes_may_be_unseen`` is False (the reading does not rest on the clusters).
+    config : PUConfig
+        ``valley_depth``, the deepest dip read.
+    seed : int
+        The run's seed (iteration ``i`` reads with ``seed + i``, as it was scored).
+
+    Returns
+    -------
+    list of SubproblemResult or None
+        The iterations read at their valley where the first iteration's dip is plain
+        (each later iteration at its own dip); None where it is not.
     """
     first = results[0]
     cut = valley_cut(first.probabilities, first.labels)
@@ -381,6 +395,7 @@ def valley_readings(
         f"but {cut.labeled_below:.1%} of the labeled positives: alpha is read at the dip, "
         "which counts the hidden positives of every subtype however rarely each is labeled"
     )
+    evidence["subtypes_may_be_unseen"] = False
     valley = config.with_(alpha_estimator="valley")
     return [
         replace(r, estimate=read_alpha(r.probabilities, r.labels, valley, seed + it))
@@ -650,6 +665,7 @@ def run_pipeline(
     # auto's reading of PULSNAR's first iteration: (its subproblems, their alpha and groups)
     first_read: tuple[list[SubproblemResult], tuple] | None = None
     pulscar_first: SubproblemResult | None = None  # PULSCAR beside PULSNAR (auto)
+    at_valley = False  # auto read PULSCAR's alpha at the valley of its unlabeled scores
     if method == "pulscar":
         stage(f"scoring: {iterations} cross-validated XGBoost run(s)")
         results = subproblems([request(features, None, it) for it in range(iterations)])
@@ -715,8 +731,6 @@ def run_pipeline(
                 clustering.model_features.size,
                 n_hidden,
             )
-            log = logger.warning if evidence["subtypes_may_be_unseen"] else logger.info
-            log("method auto: %s (%s)", method, evidence["reason"])
             if method == "pulscar":
                 if compare:
                     alternative = per_iteration[0]
@@ -726,13 +740,14 @@ def run_pipeline(
                 alternative = [pulscar_first]
             if config.valley_depth > 0:
                 whole = [it[0] for it in per_iteration] if method == "pulscar" else pulscar_results
-                at_valley = valley_readings(whole, evidence, config, seed)
-                if at_valley is not None:
+                valley_runs = valley_readings(whole, evidence, config, seed)
+                if valley_runs is not None:
                     if method == "pulsnar":
                         alternative = per_iteration[0]
-                    per_iteration = [[r] for r in at_valley]
-                    method, n_clusters = "pulscar", 1
-                logger.info("method auto: valley %s", evidence["valley"])
+                    per_iteration = [[r] for r in valley_runs]
+                    method, n_clusters, at_valley = "pulscar", 1, True
+            log = logger.warning if evidence["subtypes_may_be_unseen"] else logger.info
+            log("method auto: %s (%s)", method, evidence["reason"])
     mark("scoring")
     for i, r in enumerate(per_iteration[0]):
         if r.pu_auc < WEAK_PU_AUC:
@@ -792,7 +807,6 @@ def run_pipeline(
         assumptions = {method: first}
         if alternative:
             assumptions["pulscar" if method == "pulsnar" else "pulsnar"] = alternative
-        at_valley = evidence is not None and evidence.get("valley", {}).get("credible")
         interval = alpha_interval(
             assumptions, config, seed, alphas, executor.map,
             readers={"pulscar": ("valley",)} if at_valley else None,
