@@ -107,10 +107,11 @@ def objective_plot(result: JobResult) -> bytes:
             thresholds, ratios = _tail_curve(sub.probabilities, sub.labels)
             ax.plot(thresholds, ratios, color="tab:purple", lw=0.8)
             cut = float(est.tail_thresholds[0])
-            ax.axvline(cut, color="grey", ls=":", label=f"valley cut {cut:.3g}")
+            ax.axvline(max(cut, 1e-6), color="grey", ls=":", label=f"valley cut {cut:.3g}")
             ax.axhline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
             ax.set_xscale("log")
-            ax.set_ylim(0, min(1.0, 3 * est.alpha + 0.05))
+            top = 3 * est.alpha + 0.05
+            ax.set_ylim(0, top if top < 1 else 1.05 * max(1.0, float(ratios.max(initial=1.0))))
             ax.set_xlabel("threshold t (probability)")
             ax.set_ylabel(r"$P_U(p > t) / P_P(p > t)$")
         elif est.estimator == "tail":

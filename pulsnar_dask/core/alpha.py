@@ -90,8 +90,8 @@ class AlphaEstimate:
         The reader alpha comes from (:func:`estimate_alpha`).
     tail_thresholds, tail_ratios : ndarray
         Thresholds and ``P_U(p >= t) / P_P(p >= t)`` of the tail or BBE reader, or the
-        valley reader's one cut and ``P_U(p > cut) / P_P(p > cut)`` (empty for
-        ``kernel``).
+        valley reader's one cut and ``P_U(p > cut) / P_P(p > cut)`` (below 1, as alpha;
+        empty for ``kernel``).
     """
 
     alpha: float
