@@ -347,9 +347,11 @@ def valley_cut(probabilities: np.ndarray, labels: np.ndarray) -> ValleyCut:
             dip = between[np.argmin(density[between])]
             cut_p = float(1.0 / (1.0 + np.exp(-grid[dip])))
             depth = float(density[dip] / density[mode])
-    labeled_below = float(np.mean(p[y == 1] <= cut_p))
-    above_p = float(np.mean(p[y == 1] > cut_p))
+    n_positive = int(np.sum(y == 1))
+    n_below = int(np.count_nonzero(p[y == 1] <= cut_p))  # counted: exact at 5%
+    above_p = (n_positive - n_below) / n_positive
     alpha = float(np.mean(p[y == 0] > cut_p)) / above_p if above_p > 0 else 1.0
+    labeled_below = n_below / n_positive
     return ValleyCut(min(alpha, float(CANDIDATES[-1])), cut_p, depth, labeled_below)
 
 
