@@ -47,6 +47,17 @@ def _valley_note(valley: dict | None) -> str:
             f": not plain enough to read alpha there (a dip to {valley['max_depth']:g} or "
             f"less, below all but {VALLEY_MAX_LABELED_BELOW:.0%} of them)"
         )
+    if second := valley.get("rescored"):
+        note += (
+            f"; scored again against the {second['reliable_negatives']:,} unlabeled rows "
+            f"below all but {VALLEY_MAX_LABELED_BELOW:.0%} of them, the scores dip to "
+            f"{second['depth']:.2f} at probability {second['cut']:.3g}"
+            + (
+                ", where alpha was read"
+                if second["credible"]
+                else ": not plain enough, so alpha was read at the first dip"
+            )
+        )
     return note
 
 
@@ -311,6 +322,13 @@ def plain_reading(summary: dict[str, Any]) -> str:
             "dip, which counts the hidden positives of every kind however rarely each is "
             "labeled. "
         )
+        if (valley.get("rescored") or {}).get("credible"):
+            text += (
+                "The dip read is that of a second classifier, the labeled positives "
+                f"against the {valley['rescored']['reliable_negatives']:,} unlabeled rows "
+                "scored below nearly all of them: it learns what the negatives look like, "
+                "so negatives that the first scored past its dip fall back below it. "
+            )
     else:
         text += (
             f"The {summary['n_positive']:,} labeled positives were read as one group: as "

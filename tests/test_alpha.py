@@ -319,6 +319,23 @@ def test_no_valley_where_the_scores_run_into_the_positives():
         valley_cut(np.array([0.1, np.nan]), np.array([1, 0]))
 
 
+def test_reliable_negatives_are_the_unlabeled_rows_below_nearly_every_positive():
+    from pulsnar_dask.core.alpha import VALLEY_MAX_LABELED_BELOW, reliable_negatives
+
+    positives = np.linspace(0.2, 1.0, 101)  # their 5% quantile: 0.24
+    assert np.quantile(positives, VALLEY_MAX_LABELED_BELOW) == pytest.approx(0.24)
+    unlabeled = np.array([0.0, 0.1, 0.23, 0.25, 0.5, 0.9])
+    p = np.r_[positives, unlabeled]
+    y = np.r_[np.ones(101, np.int8), np.zeros(6, np.int8)]
+    negatives = reliable_negatives(p, y)
+    assert negatives.tolist() == [False] * 101 + [True, True, True, False, False, False]
+    # the same rows whatever their order
+    order = np.random.default_rng(0).permutation(p.size)
+    np.testing.assert_array_equal(reliable_negatives(p[order], y[order]), negatives[order])
+    with pytest.raises(ValueError, match="both labeled positives"):
+        reliable_negatives(np.array([0.1, 0.2]), np.array([0, 0]))
+
+
 def test_valley_is_plain_up_to_its_limits():
     from pulsnar_dask.core.alpha import VALLEY_MAX_LABELED_BELOW, ValleyCut
 

@@ -980,9 +980,45 @@ def test_a_run_read_at_the_valley_says_so_everywhere(tmp_path, capsys):
     assert "alpha was read there, as the share of unlabeled rows above the dip" in report
     assert f"dip to {valley['depth']:.2f} of the negatives' peak at probability" in report
     assert "not plain enough" not in report
+    second = valley["rescored"]  # the second scoring's dip, where alpha was read
+    assert second["credible"] and summary["alpha"] == pytest.approx(second["alpha"], abs=5e-5)
+    assert (
+        f"scored again against the {second['reliable_negatives']:,} unlabeled rows below all "
+        f"but 5% of them, the scores dip to {second['depth']:.2f} at probability "
+        f"{second['cut']:.3g}, where alpha was read"
+    ) in report
+    assert "The dip read is that of a second classifier" in report
     assert "where auto read alpha at the" in report  # the plots' captions
     assert "The interval also spans PULSNAR's clusters" in report
     assert report.count("<figure>") == report.count("<figcaption>") >= 3
+
+
+def test_the_method_row_says_which_dip_alpha_was_read_at():
+    from pulsnar_dask.report import _valley_note
+
+    first = {"alpha": 0.31, "cut": 0.06, "depth": 0.18, "labeled_below": 0.018}
+    second = {"alpha": 0.3, "cut": 0.13, "depth": 0.06, "labeled_below": 0.008}
+    plain = {**first, "max_depth": 0.3, "credible": True}
+    assert _valley_note(None) == ""
+    assert _valley_note({**plain, "depth": 1.0}) == (
+        "; the unlabeled rows' scores show no dip below the labeled positives"
+    )
+    read_first = _valley_note(plain)
+    assert read_first == (
+        "; the unlabeled rows' scores dip to 0.18 of the negatives' peak at probability "
+        "0.06, 1.8% of the labeled positives below it"
+    )
+    rescored = {**second, "reliable_negatives": 2124, "credible": True}
+    assert _valley_note({**plain, "rescored": rescored}) == read_first + (
+        "; scored again against the 2,124 unlabeled rows below all but 5% of them, the "
+        "scores dip to 0.06 at probability 0.13, where alpha was read"
+    )
+    shallow = {**rescored, "depth": 0.45, "credible": False}
+    assert _valley_note({**plain, "rescored": shallow}).endswith(
+        "the scores dip to 0.45 at probability 0.13: not plain enough, so alpha was read "
+        "at the first dip"
+    )
+    assert "not plain enough to read alpha there" in _valley_note({**plain, "credible": False})
 
 
 def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsys):
@@ -1011,8 +1047,10 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
         or distance < evidence["threshold"]
         or (noise is not None and distance <= noise)
     )
-    if valley["credible"]:  # the reading the interval holds too
-        assert summary["alpha"] == pytest.approx(valley["alpha"], abs=5e-5)
+    if valley["credible"]:  # the reading the interval holds too: the second scoring's dip
+        second = valley.get("rescored") or {}  # where it is plain, else the first
+        read = second if second.get("credible") else valley
+        assert summary["alpha"] == pytest.approx(read["alpha"], abs=5e-5)
         assert summary["interval_readings"]["pulscar valley"]["alpha"] == summary["alpha"]
     assert summary["n_clusters"] == (
         1 if summary["method"] == "pulscar" else len(summary["cluster_alphas"])

@@ -103,6 +103,31 @@ def test_auto_method_matches_the_in_memory_estimator(client, data):
         assert "subtypes" not in summary
 
 
+def test_the_valleys_second_scoring_matches_the_in_memory_estimator(client, tmp_path):
+    """auto at the valley: the second scoring, which trains on the labeled positives and
+    the reliable negatives alone, gives the in-memory estimator's alpha on the task
+    engine and reaches the same dip on xgboost.dask; the PU AUC the summary reports and
+    the retrain's baseline are PULSCAR's, the PU classifier's."""
+    d = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
+    write_pu_parquet(d.split(3), tmp_path / "valley.parquet")
+    puf = read_pu_parquet(str(tmp_path / "valley.parquet"), true_label_col="true_label")
+    config = PUConfig(interval_resamples=0)
+    result = run_job(client, puf, "auto", config, seed=0, classify=True, engine="task")
+    est = PULSNAR(random_state=0, n_jobs=1, interval_resamples=0)
+    est.fit(pd.DataFrame(d.X, columns=puf.features), d.label)
+    assert result.method_evidence == est.method_evidence_
+    assert result.method_evidence["valley"]["rescored"]["credible"]
+    assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
+    pulscar = run_job(client, puf, "pulscar", config, seed=0, engine="task")
+    assert result.summary()["pu_auc"] == [round(pulscar.subproblems[0].pu_auc, 4)]
+    assert result.subproblems[0].pu_auc != pulscar.subproblems[0].pu_auc  # another model
+    truth = result.true_labels > 0
+    assert result.metrics["without_pu"] == classification_metrics(truth, pulscar.probability)
+    dist = run_job(client, puf, "auto", config, seed=0, engine="dask")
+    assert dist.method_evidence["valley"]["rescored"]["credible"]
+    assert dist.alpha == pytest.approx(result.alpha, abs=0.02)
+
+
 @pytest.fixture(scope="module")
 def scar_path(tmp_path_factory):
     """SCAR data large enough that PULSCAR's alpha is stable under small model changes."""

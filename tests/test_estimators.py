@@ -67,15 +67,17 @@ def test_auto_reads_alpha_at_the_valley_of_separated_subtypes(snar):
     """Three subtypes labeled at different rates, each well apart from the negatives: the
     unlabeled rows' scores dip between the negatives and the labeled positives, and auto
     reads alpha there; PULSCAR's kernel reader, one labeling rate for all, reads it low."""
+    from pulsnar_dask.core.alpha import reliable_negatives, valley_cut
+    from pulsnar_dask.core.metrics import implied_negative_auc
+
     est = PULSNAR(random_state=0, n_jobs=2, max_clusters=6).fit(snar.X, snar.label)
     valley = est.method_evidence_["valley"]
     assert valley["credible"] and valley["depth"] <= 0.3 and valley["labeled_below"] <= 0.05
     assert est.method_ == "pulscar" and est.n_clusters_ == 1
     assert est.alpha_ == pytest.approx(snar.true_alpha, abs=0.03)
-    assert est.alpha_ == pytest.approx(valley["alpha"], abs=5e-5)  # evidence: 4 decimals
     assert est.alpha_estimate_.estimator == "valley"
     assert "the unlabeled rows' scores dip to" in est.method_evidence_["reason"]
-    # the interval reads PULSCAR's subproblem with the valley reader alone, beside the
+    # the interval reads the subproblem with the valley reader alone, beside the
     # clusters' readings (the other assumption)
     assert [k for k in est.alpha_interval_.readings if k.startswith("pulscar")] == [
         "pulscar valley"
@@ -83,8 +85,23 @@ def test_auto_reads_alpha_at_the_valley_of_separated_subtypes(snar):
     assert "pulsnar kernel" in est.alpha_interval_.readings
     kernel = PULSCAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
     assert kernel.alpha_ < snar.true_alpha - 0.08
-    # the same probabilities: the valley reader re-reads PULSCAR's out-of-fold scores
-    np.testing.assert_array_equal(est.oof_proba_, kernel.oof_proba_)
+    # the dip that decides is that of PULSCAR's out-of-fold scores
+    first = valley_cut(kernel.oof_proba_, snar.label)
+    assert first.as_dict() == {k: valley[k] for k in ("alpha", "cut", "depth", "labeled_below")}
+    # alpha is read at the dip of the second scoring, the labeled positives against the
+    # unlabeled rows below nearly all of them: the negatives' tail past the first dip
+    # falls back below the second, which reads closer to the truth (0.307 against 0.318)
+    second = valley["rescored"]
+    negatives = reliable_negatives(kernel.oof_proba_, snar.label)
+    assert second["reliable_negatives"] == negatives.sum() > 0.6 * (snar.label == 0).sum()
+    assert second["credible"] and second["depth"] < valley["depth"]
+    assert est.alpha_ == pytest.approx(second["alpha"], abs=5e-5)  # evidence: 4 decimals
+    assert abs(est.alpha_ - snar.true_alpha) < abs(valley["alpha"] - snar.true_alpha) - 0.005
+    assert "scored against the" in est.method_evidence_["reason"]
+    assert not np.array_equal(est.oof_proba_, kernel.oof_proba_)
+    # the checks read the PU classifier's separation, PULSCAR's, at the run's alpha
+    pu_auc = kernel.subproblems_[0].pu_auc
+    assert est.negative_auc_ == round(implied_negative_auc(pu_auc, est.alpha_), 3) > 0.9
 
 
 def test_pulsnar_takes_claim_overlap(snar):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
+from pulsnar_dask.core.alpha import valley_cut
 from pulsnar_dask.core.subtypes import (
     SCAR_MIX_DISTANCE,
     choose_method,
@@ -151,10 +152,14 @@ def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
     # PULSCAR itself, on every feature
     assert auto.alpha_ == PULSCAR(random_state=0, n_jobs=2).fit(scar.X, scar.label).alpha_
     assert auto.alpha_ == pytest.approx(scar.true_alpha, abs=0.03)
-    # the default reads the same probabilities at their valley, as right under SCAR
+    # the default finds the valley of the same probabilities, and reads alpha at that of
+    # the second scoring (against the rows below it), as right under SCAR
     valley = PULSNAR(random_state=0, n_jobs=2).fit(scar.X, scar.label)
-    assert valley.method_evidence_["valley"]["credible"] and valley.method_ == "pulscar"
-    np.testing.assert_array_equal(valley.oof_proba_, auto.oof_proba_)
+    evidence = valley.method_evidence_["valley"]
+    assert evidence["credible"] and valley.method_ == "pulscar"
+    assert evidence["cut"] == valley_cut(auto.oof_proba_, scar.label).as_dict()["cut"]
+    assert evidence["rescored"]["credible"]
+    assert valley.alpha_ == pytest.approx(evidence["rescored"]["alpha"], abs=5e-5)
     assert valley.alpha_ == pytest.approx(scar.true_alpha, abs=0.03)
 
 

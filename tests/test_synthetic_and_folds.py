@@ -91,6 +91,40 @@ def test_training_subsample_row_cap_thins_both_labels_in_proportion():
     )
 
 
+def test_untrained_rows_are_scored_but_train_no_model():
+    """Rows given as untrained get a probability from the model of their fold, and no
+    model learns from them: whatever their features, the models and every other row's
+    probability are the same."""
+    from pulsnar_dask.core.config import PUConfig
+    from pulsnar_dask.core.folds import without_rows
+    from pulsnar_dask.core.subproblem import cross_validated_scores
+
+    d = make_pu_data("scar", 300, 900, 5, 0.3, class_sep=1.5, random_state=3)
+    ids = np.arange(d.label.size) * 7 + 11
+    config = PUConfig(max_unlabeled_ratio=None, n_rounds=20)
+    untrained = ids[(d.label == 0) & (d.X[:, 0] > 0)]
+    scored = cross_validated_scores(d.X, d.label, ids, config, 0, untrained=untrained)
+    moved = d.X.copy()
+    moved[np.isin(ids, untrained)] = 50.0  # far from every row a model saw
+    again = cross_validated_scores(moved, d.label, ids, config, 0, untrained=untrained)
+    assert again[3] == scored[3]  # the fold models, byte for byte
+    others = ~np.isin(scored[0], untrained)
+    np.testing.assert_array_equal(again[2][others], scored[2][others])
+    assert not np.array_equal(again[2][~others], scored[2][~others])
+    # and trained on, they change the models
+    plain = cross_validated_scores(d.X, d.label, ids, config, 0)
+    assert plain[3] != scored[3]
+    keep = np.array([True, False, True, True])
+    np.testing.assert_array_equal(
+        without_rows(keep, np.array([1, 2, 3, 4]), np.array([3])), [True, False, False, True]
+    )
+    np.testing.assert_array_equal(
+        without_rows(None, np.array([1, 2, 3]), np.array([2, 9])), [True, False, True]
+    )
+    assert without_rows(None, np.array([1, 2]), None) is None
+    assert without_rows(keep, np.array([1, 2, 3, 4]), None) is keep
+
+
 def _class_counts(chunks):
     label = np.concatenate([c.label for c in chunks])
     true = np.concatenate([c.true_label for c in chunks])

@@ -355,6 +355,29 @@ def valley_cut(probabilities: np.ndarray, labels: np.ndarray) -> ValleyCut:
     return ValleyCut(min(alpha, float(CANDIDATES[-1])), cut_p, depth, labeled_below)
 
 
+def reliable_negatives(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """The unlabeled rows scored below all but ``VALLEY_MAX_LABELED_BELOW`` of the labeled
+    positives: where a plain valley shows (:meth:`ValleyCut.credible`), the negatives'
+    mode and the dip lie there, and few hidden positives of any subtype.
+
+    Parameters
+    ----------
+    probabilities : array-like of shape (n,)
+        Out-of-fold classifier probabilities of being labeled positive, in [0, 1].
+    labels : array-like of shape (n,)
+        1 for labeled positives, 0 for unlabeled.
+
+    Returns
+    -------
+    ndarray of bool of shape (n,)
+        True for the unlabeled rows whose probability is below the labeled positives'
+        ``VALLEY_MAX_LABELED_BELOW`` quantile.
+    """
+    p, y = _check_inputs(probabilities, labels)
+    below = float(np.quantile(p[y == 1], VALLEY_MAX_LABELED_BELOW))
+    return (y == 0) & (p < below)
+
+
 def best_bin_ratios(
     probabilities: np.ndarray, labels: np.ndarray, delta: float = BBE_DELTA
 ) -> tuple[np.ndarray, np.ndarray, int]:

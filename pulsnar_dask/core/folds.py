@@ -282,6 +282,18 @@ def trainable_rows(
     return keep
 
 
+def without_rows(
+    trainable: np.ndarray | None, row_ids: np.ndarray, untrained: np.ndarray | None
+) -> np.ndarray | None:
+    """Return ``trainable`` (``None``: every row may train) less the rows whose ids are in
+    ``untrained`` (scored, but trained on by no model); ``None`` where every row may
+    still train."""
+    if untrained is None:
+        return trainable
+    keep = ~np.isin(row_ids, untrained)
+    return keep if trainable is None else trainable & keep
+
+
 def training_subsample(
     row_ids: np.ndarray,
     labels: np.ndarray,

@@ -86,6 +86,11 @@ class JobResult:
         (:func:`~pulsnar_dask.core.metrics.implied_negative_auc`), first iteration, to
         3 decimals: PULSCAR's subproblem, or the one cluster's; ``None`` where no
         subproblem holds every positive (PULSNAR asked for, several clusters).
+    pu_auc : list of float
+        Each subproblem's out-of-fold ROC AUC of labeled positives against unlabeled
+        rows, first iteration: how well its classifier tells them apart. Where auto read
+        alpha at the valley of its second scoring, PULSCAR's (the second classifier
+        trains on the negatives alone).
     method_evidence : dict or None
         With ``method="auto"``: why ``method`` was chosen (:func:`choose_method`).
     clustering : Clustering or None
@@ -134,6 +139,7 @@ class JobResult:
     copied_rows: int = 0
     leading_feature: str | None = None
     negative_auc: float | None = None
+    pu_auc: list[float] = field(default_factory=list)
     method_evidence: dict[str, Any] | None = None
     clustering: Clustering | None = None
     profiles: list[list[dict[str, Any]]] | None = None
@@ -149,7 +155,7 @@ class JobResult:
         """Whether every subproblem's classifier tells labeled positives from unlabeled
         rows (out-of-fold AUC at least ``WEAK_PU_AUC``); below it the probabilities of
         positives and unlabeled rows hardly differ and alpha is not identified."""
-        return all(r.pu_auc >= WEAK_PU_AUC for r in self.subproblems)
+        return all(auc >= WEAK_PU_AUC for auc in self.pu_auc)
 
     @property
     def alpha_may_be_high(self) -> bool:
@@ -190,7 +196,7 @@ class JobResult:
             "stage_seconds": self.timings,
             "engine": self.engine,
             "copied_rows": self.copied_rows,
-            "pu_auc": [round(r.pu_auc, 4) for r in self.subproblems],
+            "pu_auc": [round(auc, 4) for auc in self.pu_auc],
             "alpha_identified": self.alpha_identified,
             # null where no subproblem held every positive: not checked
             "alpha_may_be_high": None if self.negative_auc is None else self.alpha_may_be_high,

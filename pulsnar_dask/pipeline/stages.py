@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from pulsnar_dask.core.alpha import valley_cut
+from pulsnar_dask.core.alpha import VALLEY_MAX_LABELED_BELOW, reliable_negatives, valley_cut
 from pulsnar_dask.core.calibration import fit_calibration_map
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig, check_seed, config_dict
@@ -89,6 +89,9 @@ class ScoreRequest:
     feature_types : list of str or None
         XGBoost's type of each of ``features`` (``c`` categorical, ``q`` numeric);
         ``None``: all numeric.
+    untrained_ids : ndarray or None
+        Rows scored (each by the model of its fold) that no model trains on; ``None``:
+        none.
     """
 
     features: list[str]
@@ -98,6 +101,7 @@ class ScoreRequest:
     seed: int
     name: str
     feature_types: list[str] | None = None
+    untrained_ids: np.ndarray | None = None
 
     def rows(self, row_ids: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which of the table's rows the scoring uses, and the labels it trains on.
@@ -361,9 +365,21 @@ def _profiles(
 
 
 def valley_readings(
-    results: list[SubproblemResult], evidence: dict[str, Any], config: PUConfig, seed: int
+    results: list[SubproblemResult],
+    evidence: dict[str, Any],
+    config: PUConfig,
+    seed: int,
+    rescore: Callable[[list[np.ndarray]], list[SubproblemResult]],
 ) -> list[SubproblemResult] | None:
     """``method="auto"``'s valley reader (:func:`~pulsnar_dask.core.alpha.valley_cut`).
+
+    Where PULSCAR's scores of the unlabeled rows dip plainly, the labeled positives are
+    scored again against the unlabeled rows below the dip
+    (:func:`~pulsnar_dask.core.alpha.reliable_negatives`), which no longer trains on the
+    rows above it: that classifier learns what the negatives look like, so the negatives'
+    tail past the first dip scores low, and every subtype's hidden positives score as
+    their kind does, however rarely it is labeled. Alpha is read at its dip where that
+    one is plain too, else at PULSCAR's.
 
     Parameters
     ----------
@@ -371,23 +387,29 @@ def valley_readings(
         PULSCAR's subproblem, one per iteration.
     evidence : dict
         ``choose_method``'s evidence, updated in place: ``valley`` (what the first
-        iteration's dip shows) always; where alpha is read there, ``reason`` says so and
+        iteration's dip shows, and ``valley["rescored"]`` what the second scoring's
+        shows) always; where alpha is read at a dip, ``reason`` says so and
         ``subtypes_may_be_unseen`` is False (the reading does not rest on the clusters).
     config : PUConfig
         ``valley_depth``, the deepest dip read.
     seed : int
         The run's seed (iteration ``i`` reads with ``seed + i``, as it was scored).
+    rescore : callable
+        Scores the labeled positives against the unlabeled rows, training on none of
+        the ids it is given (one array per iteration): one subproblem per iteration.
 
     Returns
     -------
     list of SubproblemResult or None
         The iterations read at their valley where the first iteration's dip is plain
-        (each later iteration at its own dip); None where it is not.
+        (each later iteration at its own dip): the second scoring's where its first
+        iteration's dip is plain, else PULSCAR's; None where PULSCAR's is not.
     """
     first = results[0]
     cut = valley_cut(first.probabilities, first.labels)
     credible = cut.credible(config.valley_depth)
-    evidence["valley"] = {**cut.as_dict(), "max_depth": config.valley_depth, "credible": credible}
+    valley = {**cut.as_dict(), "max_depth": config.valley_depth, "credible": credible}
+    evidence["valley"] = valley
     if not credible:
         return None
     evidence["reason"] = (
@@ -395,10 +417,29 @@ def valley_readings(
         f"but {cut.labeled_below:.1%} of the labeled positives: alpha is read at the dip, "
         "which counts the hidden positives of every subtype however rarely each is labeled"
     )
+    negatives = [reliable_negatives(r.probabilities, r.labels) for r in results]
+    if all(n.sum() >= config.n_folds for n in negatives):
+        rescored = rescore(
+            [r.row_ids[(r.labels == 0) & ~n] for r, n in zip(results, negatives, strict=True)]
+        )
+        second = valley_cut(rescored[0].probabilities, rescored[0].labels)
+        valley["rescored"] = {
+            **second.as_dict(),
+            "reliable_negatives": int(negatives[0].sum()),
+            "credible": second.credible(config.valley_depth),
+        }
+        if valley["rescored"]["credible"]:
+            results = rescored
+            evidence["reason"] += (
+                f"; the dip read is that of the labeled positives scored against the "
+                f"{valley['rescored']['reliable_negatives']:,} unlabeled rows below all but "
+                f"{VALLEY_MAX_LABELED_BELOW:.0%} of them (it dips to {second.depth:.2f}), which "
+                "leaves out the negatives' tail past the first dip"
+            )
     evidence["subtypes_may_be_unseen"] = False
-    valley = config.with_(alpha_estimator="valley")
+    config = config.with_(alpha_estimator="valley")
     return [
-        replace(r, estimate=read_alpha(r.probabilities, r.labels, valley, seed + it))
+        replace(r, estimate=read_alpha(r.probabilities, r.labels, config, seed + it))
         for it, r in enumerate(results)
     ]
 
@@ -633,7 +674,13 @@ def run_pipeline(
         executor.engine,
     )
 
-    def request(columns: Sequence[str], positive_ids: np.ndarray | None, it: int, name="all"):
+    def request(
+        columns: Sequence[str],
+        positive_ids: np.ndarray | None,
+        it: int,
+        name: str = "all",
+        untrained: np.ndarray | None = None,
+    ) -> ScoreRequest:
         made = ScoreRequest(
             list(columns),
             positive_ids,
@@ -642,6 +689,7 @@ def run_pipeline(
             seed + it,
             f"{name}-it{it}",
             executor.schema.feature_types(columns),
+            untrained,
         )
         if positive_ids is not None:
             try:
@@ -739,17 +787,31 @@ def run_pipeline(
             elif compare:
                 alternative = [pulscar_first]
             if config.valley_depth > 0:
+
+                def rescore(untrained: list[np.ndarray]) -> list[SubproblemResult]:
+                    stage("scoring: the labeled positives against the rows below the valley")
+                    return subproblems(
+                        [
+                            request(features, None, it, "negatives", ids)
+                            for it, ids in enumerate(untrained)
+                        ]
+                    )
+
                 whole = [it[0] for it in per_iteration] if method == "pulscar" else pulscar_results
-                valley_runs = valley_readings(whole, evidence, config, seed)
+                valley_runs = valley_readings(whole, evidence, config, seed, rescore)
                 if valley_runs is not None:
                     if method == "pulsnar":
                         alternative = per_iteration[0]
+                    pulscar_first = whole[0]  # the PU classifier, which the checks read
                     per_iteration = [[r] for r in valley_runs]
                     method, n_clusters, at_valley = "pulscar", 1, True
             log = logger.warning if evidence["subtypes_may_be_unseen"] else logger.info
             log("method auto: %s (%s)", method, evidence["reason"])
     mark("scoring")
-    for i, r in enumerate(per_iteration[0]):
+    # the PU classifiers whose separation the checks read: PULSCAR's own where auto read
+    # alpha at the valley of the second scoring (trained against the negatives alone)
+    checked = [pulscar_first] if at_valley else per_iteration[0]
+    for i, r in enumerate(checked):
         if r.pu_auc < WEAK_PU_AUC:
             logger.warning(
                 "subproblem %d: the classifier hardly tells labeled positives from unlabeled "
@@ -758,20 +820,20 @@ def run_pipeline(
                 r.pu_auc,
             )
     leading_feature = None
-    if all(r.pu_auc >= PERFECT_PU_AUC for r in per_iteration[0]) and per_iteration[0][0].models:
-        top = per_iteration[0][0]
+    if all(r.pu_auc >= PERFECT_PU_AUC for r in checked) and checked[0].models:
+        top = checked[0]
         leading_feature = Component(list(top.features), list(top.models)).leading_feature()
         logger.warning(
             "labeled positives and unlabeled rows are perfectly separated (out-of-fold AUC "
             "%.4f): if a feature records the label (the models lean most on %r), leave it "
             "out; otherwise no unlabeled row resembles a labeled positive",
-            min(r.pu_auc for r in per_iteration[0]),
+            min(r.pu_auc for r in checked),
             leading_feature,
         )
     whole = per_iteration[0][0] if len(per_iteration[0]) == 1 else pulscar_first
     negative_auc = None
     if whole is not None:  # to 3 decimals: what is printed is what is compared
-        implied = implied_negative_auc(whole.pu_auc, whole.alpha)
+        implied = implied_negative_auc((checked[0] if at_valley else whole).pu_auc, whole.alpha)
         negative_auc = None if np.isnan(implied) else round(implied, 3)
     if overlaps(negative_auc):
         logger.warning(
@@ -852,7 +914,9 @@ def run_pipeline(
         # the retrain's probabilities mapped to the recovered labels it was trained on
         model_map = fit_calibration_map(improved, scored.labels, None, config.calibration_method)
         if true_labels is not None:
-            if method == "pulscar":
+            if at_valley:  # the PU classifier, not the second scoring
+                baseline = pulscar_first.probabilities
+            elif method == "pulscar":
                 baseline = probability
             elif baseline_scored:
                 baseline = baseline_scored[0].probabilities
@@ -914,6 +978,7 @@ def run_pipeline(
         copied_rows=executor.copies.n_copies,
         leading_feature=leading_feature,
         negative_auc=negative_auc,
+        pu_auc=[r.pu_auc for r in checked],
         seconds=time.perf_counter() - start,
         timings=timings,
         model=model,
