@@ -333,8 +333,10 @@ class PULSNAR(PULSCAR):
         ``auto`` also fits PULSCAR (all positives as one subproblem) and keeps it when
         the positives form one cluster or the clusters hide positives in proportion to
         their labeled ones (:func:`pulsnar_dask.core.subtypes.choose_method`), or reads
-        its alpha at the dip of its unlabeled rows' scores where that dip is plain
-        (``valley_depth``); ``pulsnar`` always sums the clusters.
+        alpha at the dip of its unlabeled rows' scores where that dip is plain
+        (``valley_depth``; at the dip of a second scoring, the labeled positives against
+        the unlabeled rows below it, where that one is plain too); ``pulsnar`` always
+        sums the clusters.
 
     Attributes
     ----------
@@ -352,13 +354,14 @@ class PULSNAR(PULSCAR):
     cluster_estimates_ : list of AlphaEstimate
         First iteration's densities per cluster.
     subproblems_ : list of SubproblemResult
-        First iteration's cluster subproblems.
+        First iteration's subproblems: the clusters', or the one ``method="auto"`` kept
+        (PULSCAR's, or the second scoring it read a valley on).
     negative_auc_ : float or None
         As PULSCAR's, from the subproblem over all positives (PULSCAR's, scored beside
         the clusters under ``method="auto"``, or the one cluster's); None where none was
         scored (``method="pulsnar"`` with several clusters).
     oof_proba_ : ndarray of shape (n,)
-        ``1 - prod_c (1 - p_c)`` of the clusters' out-of-fold probabilities.
+        ``1 - prod_c (1 - p_c)`` of the subproblems' out-of-fold probabilities.
     calibrated_proba_, improved_proba_ : ndarray of shape (n,)
         With ``calibration`` / ``classify``.
     model_ : PUModel

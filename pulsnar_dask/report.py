@@ -25,6 +25,7 @@ from pulsnar_dask.pipeline.result import (
     WEAK_PU_AUC,
     JobResult,
     headline,
+    rescored_of,
     valley_of,
 )
 
@@ -100,6 +101,8 @@ def densities_plot(result: JobResult) -> bytes:
         ax.set_yscale("log")
         ax.set_ylim(max(1e-5, float(est.density_unlabeled.min()) / 2), 1.0)
         name = "PULSCAR" if result.method == "pulscar" else f"cluster {i + 1}"
+        if rescored_of(result.method_evidence):
+            name = "positives against the rows below the dip"
         ax.set_title(f"{name} (bw {est.bandwidth:.3f}, {est.n_bins} bins)", fontsize=9)
         ax.set_xlabel("probability")
         ax.legend(fontsize=7)
@@ -231,7 +234,9 @@ CAPTIONS = {
         "largest share of the positives' density that still fits under the unlabeled one "
         "(log scale). Where auto read alpha at the valley of the unlabeled rows' scores, "
         "dashed marks the dip; the orange area may then rise above the blue, as the labeled "
-        "positives' density under-represents the subtypes that were rarely labeled."
+        "positives' density under-represents the subtypes that were rarely labeled. Where "
+        "it read the dip of a second scoring (the labeled positives against the unlabeled "
+        "rows below nearly all of them), the panel shows that scoring."
     ),
     "objective.png": (
         "How each subproblem's alpha was read: the objective over candidate alphas jumps "
@@ -318,17 +323,22 @@ def plain_reading(summary: dict[str, Any]) -> str:
             "The classifier's scores of the unlabeled rows dip between the negatives and "
             f"the labeled positives (to {valley['depth']:.2f} of the negatives' peak, below "
             f"all but {valley['labeled_below']:.1%} of the {summary['n_positive']:,} labeled "
-            "positives): alpha was read there, as the share of unlabeled rows above the "
-            "dip, which counts the hidden positives of every kind however rarely each is "
-            "labeled. "
+            "positives)"
         )
-        if (valley.get("rescored") or {}).get("credible"):
+        if second := rescored_of(summary.get("method_evidence")):
             text += (
-                "The dip read is that of a second classifier, the labeled positives "
-                f"against the {valley['rescored']['reliable_negatives']:,} unlabeled rows "
-                "scored below nearly all of them: it learns what the negatives look like, "
-                "so negatives that the first scored past its dip fall back below it. "
+                ". A second classifier, the labeled positives against the "
+                f"{second['reliable_negatives']:,} unlabeled rows scored below nearly all of "
+                "them, learns what the negatives look like, so negatives that the first "
+                "scored past its dip fall back below; its scores dip too (to "
+                f"{second['depth']:.2f}), and alpha was read at that dip"
             )
+        else:
+            text += ": alpha was read there"
+        text += (
+            ", as the share of unlabeled rows above the dip, which counts the hidden "
+            "positives of every kind however rarely each is labeled. "
+        )
     else:
         text += (
             f"The {summary['n_positive']:,} labeled positives were read as one group: as "

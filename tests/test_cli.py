@@ -977,7 +977,7 @@ def test_a_run_read_at_the_valley_says_so_everywhere(tmp_path, capsys):
     assert [k for k in readings if k.startswith("pulscar")] == ["pulscar valley"]
     report = html.unescape((out / "report.html").read_text())
     assert "PULSCAR read at the valley of the unlabeled scores, 1 cluster)" in report
-    assert "alpha was read there, as the share of unlabeled rows above the dip" in report
+    assert "alpha was read at that dip, as the share of unlabeled rows above the dip" in report
     assert f"dip to {valley['depth']:.2f} of the negatives' peak at probability" in report
     assert "not plain enough" not in report
     second = valley["rescored"]  # the second scoring's dip, where alpha was read
@@ -987,7 +987,10 @@ def test_a_run_read_at_the_valley_says_so_everywhere(tmp_path, capsys):
         f"but 5% of them, the scores dip to {second['depth']:.2f} at probability "
         f"{second['cut']:.3g}, where alpha was read"
     ) in report
-    assert "The dip read is that of a second classifier" in report
+    assert (
+        f"A second classifier, the labeled positives against the "
+        f"{second['reliable_negatives']:,} unlabeled rows scored below nearly all of them"
+    ) in report
     assert "where auto read alpha at the" in report  # the plots' captions
     assert "The interval also spans PULSNAR's clusters" in report
     assert report.count("<figure>") == report.count("<figcaption>") >= 3

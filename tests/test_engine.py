@@ -124,7 +124,10 @@ def test_the_valleys_second_scoring_matches_the_in_memory_estimator(client, tmp_
     truth = result.true_labels > 0
     assert result.metrics["without_pu"] == classification_metrics(truth, pulscar.probability)
     dist = run_job(client, puf, "auto", config, seed=0, engine="dask")
-    assert dist.method_evidence["valley"]["rescored"]["credible"]
+    valley = dist.method_evidence["valley"]
+    # trained on the rows below the dip alone, the second scoring dips far deeper
+    # (0.056 against 0.182 on the task engine; scored as PULSCAR it would dip as deep)
+    assert valley["rescored"]["credible"] and valley["rescored"]["depth"] < valley["depth"] - 0.05
     assert dist.alpha == pytest.approx(result.alpha, abs=0.02)
 
 

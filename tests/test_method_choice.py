@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
+from pulsnar_dask import PULSCAR, PULSNAR, estimate_alpha, make_pu_data
 from pulsnar_dask.core.alpha import valley_cut
+from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.subtypes import (
     SCAR_MIX_DISTANCE,
     choose_method,
@@ -199,3 +200,62 @@ def test_pulsnar_refuses_a_method_it_does_not_run_before_any_work():
     d = make_pu_data("scar", 50, 200, 3, 0.2, random_state=0)
     with pytest.raises(ValueError, match="unknown PULSNAR method 'pulscar'; choose one of auto"):
         PULSNAR(method="pulscar").fit(d.X, d.label)
+
+
+def _scored(p: np.ndarray, y: np.ndarray, ids: np.ndarray):
+    from pulsnar_dask.core.subproblem import SubproblemResult
+
+    return SubproblemResult(ids, y, p, estimate_alpha(p, y), features=("f0", "f1"))
+
+
+def test_the_valley_is_read_on_the_second_scoring_where_its_dip_is_plain_too():
+    """valley_readings: where PULSCAR's dip is plain, each iteration is scored again
+    without training on its unlabeled rows above the labeled positives' 5% quantile, and
+    alpha is read at the second scoring's dip where that one is plain, else at the first;
+    too few reliable negatives, or no plain first dip, and there is no second scoring."""
+    from test_alpha import _separated_subtypes
+
+    from pulsnar_dask.core.alpha import reliable_negatives
+    from pulsnar_dask.pipeline.stages import MIN_RELIABLE_NEGATIVES_PER_FOLD, valley_readings
+
+    p, y, _ = _separated_subtypes()
+    ids = np.arange(p.size) * 3
+    first = [_scored(p, y, ids), _scored(p, y, ids)]  # two iterations
+    asked: list = []
+    second_p = p.copy()
+    second_p[:4000] /= 10  # the negatives (the first rows) scored lower: a deeper dip
+
+    def rescore(untrained):
+        asked.append(untrained)
+        return [_scored(second_p, y, ids) for _ in untrained]
+
+    config = PUConfig()
+    evidence: dict = {}
+    runs = valley_readings(first, evidence, config, 0, rescore)
+    above = ids[(y == 0) & ~reliable_negatives(p, y)]
+    assert len(asked) == 1 and all(np.array_equal(u, above) for u in asked[0])
+    second = valley_cut(second_p, y)
+    assert evidence["valley"]["rescored"] == {
+        **second.as_dict(),
+        "reliable_negatives": int(reliable_negatives(p, y).sum()),
+        "credible": True,
+    }
+    assert [r.alpha for r in runs] == [second.alpha, second.alpha]
+    assert all(np.array_equal(r.probabilities, second_p) for r in runs)
+    assert "scored against the" in evidence["reason"]
+    # a second scoring without a plain dip: read at the first
+    flat = np.where(y == 1, p, np.full_like(p, np.median(p[y == 1])))
+    evidence = {}
+    runs = valley_readings(first, evidence, config, 0, lambda u: [_scored(flat, y, ids)] * 2)
+    assert evidence["valley"]["rescored"]["credible"] is False
+    assert [r.alpha for r in runs] == [valley_cut(p, y).alpha] * 2
+    assert all(r.probabilities is p for r in runs)
+    # too few reliable negatives to learn from: no second scoring
+    n_folds = int(reliable_negatives(p, y).sum()) // MIN_RELIABLE_NEGATIVES_PER_FOLD + 1
+    evidence, asked = {}, []
+    runs = valley_readings(first, evidence, config.with_(n_folds=n_folds), 0, rescore)
+    assert not asked and "rescored" not in evidence["valley"]
+    assert [r.alpha for r in runs] == [valley_cut(p, y).alpha] * 2
+    # no plain first dip: neither reading
+    assert valley_readings(first, {}, config.with_(valley_depth=0.001), 0, rescore) is None
+    assert not asked

@@ -91,6 +91,27 @@ def test_training_subsample_row_cap_thins_both_labels_in_proportion():
     )
 
 
+def test_the_training_caps_count_only_the_rows_a_model_may_train_on():
+    from pulsnar_dask.core.folds import training_subsample
+
+    rng = np.random.default_rng(5)
+    ids = rng.permutation(10**6)[:6000]
+    labels = (np.arange(6000) < 500).astype(int)
+    untrained = ids[500:3500]  # half the unlabeled rows
+    keep = training_subsample(ids, labels, 2.0, None, seed=1, untrained=untrained)
+    assert keep[labels == 1].sum() == 500 and keep[labels == 0].sum() == 1000
+    assert not keep[np.isin(ids, untrained)].any()
+    # the rows the table without the untrained ones keeps
+    rest = ~np.isin(ids, untrained)
+    np.testing.assert_array_equal(
+        keep[rest], training_subsample(ids[rest], labels[rest], 2.0, None, seed=1)
+    )
+    # under every cap: only the untrained rows are left out
+    np.testing.assert_array_equal(
+        training_subsample(ids, labels, None, None, seed=1, untrained=untrained), rest
+    )
+
+
 def test_untrained_rows_are_scored_but_train_no_model():
     """Rows given as untrained get a probability from the model of their fold, and no
     model learns from them: whatever their features, the models and every other row's

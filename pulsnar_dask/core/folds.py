@@ -294,16 +294,33 @@ def without_rows(
     return keep if trainable is None else trainable & keep
 
 
+def training_thresholds(
+    row_ids: np.ndarray,
+    labels: np.ndarray,
+    max_ratio: float | None,
+    max_rows: int | None,
+    seed: int,
+    untrained: np.ndarray | None = None,
+) -> dict[int, np.uint64] | None:
+    """:func:`subsample_thresholds` over the rows a model may train on: the caps count
+    none of the ``untrained`` ids (``None``: none)."""
+    eligible = without_rows(None, row_ids, untrained)
+    if eligible is not None:
+        row_ids, labels = row_ids[eligible], np.asarray(labels)[eligible]
+    return subsample_thresholds(row_ids, labels, max_ratio, max_rows, seed)
+
+
 def training_subsample(
     row_ids: np.ndarray,
     labels: np.ndarray,
     max_ratio: float | None,
     max_rows: int | None,
     seed: int,
+    untrained: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """Choose the rows a classifier may train on: every positive and at most
     ``max_ratio`` unlabeled rows per positive, both thinned in proportion to at most
-    ``max_rows`` rows.
+    ``max_rows`` rows, none of them among the ``untrained`` ids.
 
     The rows kept are those with the smallest hashes (a different stream from the
     folds'), so the choice does not depend on row order or partitioning.
@@ -311,10 +328,12 @@ def training_subsample(
     Returns
     -------
     ndarray of bool or None
-        Rows allowed in training; ``None`` when every row is (no cap, or under it).
+        Rows allowed in training; ``None`` when every row is (no cap, or under it, and
+        no untrained rows).
     """
-    thresholds = subsample_thresholds(row_ids, labels, max_ratio, max_rows, seed)
-    return None if thresholds is None else trainable_rows(row_ids, labels, thresholds, seed)
+    thresholds = training_thresholds(row_ids, labels, max_ratio, max_rows, seed, untrained)
+    trainable = None if thresholds is None else trainable_rows(row_ids, labels, thresholds, seed)
+    return without_rows(trainable, row_ids, untrained)
 
 
 def take_rows(rows: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:

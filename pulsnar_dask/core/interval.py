@@ -10,8 +10,9 @@ spans all three:
    deviation ``sd``;
 2. the reader: alpha read with the kernel objective and with the tail ratios
    (:mod:`pulsnar_dask.core.alpha`), whose biases differ, and with the configured reader if it
-   is another (where ``method="auto"`` read PULSCAR's alpha at a valley of the unlabeled
-   rows' scores, that subproblem is read with the valley reader alone);
+   is another (where ``method="auto"`` read alpha at a valley of the unlabeled rows'
+   scores, the subproblem read there, PULSCAR's or its second scoring, is read with the
+   valley reader alone);
 3. the labeling assumption: PULSNAR's clusters and PULSCAR, where both were computed
    (``method="auto"`` with more than one cluster).
 

@@ -29,7 +29,6 @@ from pulsnar_dask.core.folds import (
     CopyGroups,
     assign_folds,
     training_subsample,
-    without_rows,
 )
 from pulsnar_dask.core.metrics import roc_auc
 from pulsnar_dask.core.scoring import (
@@ -146,8 +145,8 @@ def canonical_subproblem(
     -------
     (X, labels, row_ids, folds, trainable)
         Sorted by row id; ``labels`` as int8, ``folds`` from :func:`assign_folds` (each
-        group of ``copies`` in one fold), ``trainable`` from :func:`training_subsample`
-        less the ids in ``untrained`` (``None``: every row).
+        group of ``copies`` in one fold), ``trainable`` from :func:`training_subsample`,
+        none of the ids in ``untrained`` (``None``: every row).
     """
     order = np.argsort(row_ids, kind="stable")
     labels = np.asarray(labels)[order].astype(np.int8)
@@ -158,12 +157,8 @@ def canonical_subproblem(
         labels,
         row_ids,
         assign_folds(row_ids, labels, config.n_folds, seed, copies),
-        without_rows(
-            training_subsample(
-                row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed
-            ),
-            row_ids,
-            untrained,
+        training_subsample(
+            row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed, untrained
         ),
     )
 

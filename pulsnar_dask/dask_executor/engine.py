@@ -48,6 +48,7 @@ from pulsnar_dask.core.folds import (
     subsample_thresholds,
     take_rows,
     trainable_rows,
+    training_thresholds,
     without_rows,
 )
 from pulsnar_dask.core.schema import (
@@ -639,8 +640,13 @@ class DaskExecutor:
             row_ids, labels = self._request_rows(r)
             check_subproblem(labels, r.config)
             hashes = share(self.client, sorted_label_hashes(row_ids, labels, r.seed))
-            thresholds = subsample_thresholds(
-                row_ids, labels, r.config.max_unlabeled_ratio, r.config.max_train_rows, r.seed
+            thresholds = training_thresholds(
+                row_ids,
+                labels,
+                r.config.max_unlabeled_ratio,
+                r.config.max_train_rows,
+                r.seed,
+                r.untrained_ids,
             )
             shared = share(self.client, r)  # its id arrays, sent once
             rows = (shared, puf.label, puf.id, hashes)

@@ -26,8 +26,8 @@ OVERLAP_AUC = 0.8
 PERFECT_PU_AUC = 0.9999
 INTERVAL_METHOD = (
     "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
-    "configured reader; PULSCAR's with the valley reader alone where auto read alpha at a "
-    "valley), under PULSNAR and PULSCAR where both were computed"
+    "configured reader; where auto read alpha at a valley, the scoring read there with the "
+    "valley reader alone), under PULSNAR and PULSCAR where both were computed"
 )
 
 
@@ -136,10 +136,10 @@ class JobResult:
     mixture_components: int
     metrics: dict[str, dict[str, float]] | None
     engine: str
+    pu_auc: list[float]
     copied_rows: int = 0
     leading_feature: str | None = None
     negative_auc: float | None = None
-    pu_auc: list[float] = field(default_factory=list)
     method_evidence: dict[str, Any] | None = None
     clustering: Clustering | None = None
     profiles: list[list[dict[str, Any]]] | None = None
@@ -238,10 +238,19 @@ class JobResult:
 
 
 def valley_of(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The valley ``method="auto"`` read alpha at (``method_evidence["valley"]``), or None
-    where it read none (no auto, no plain dip, or a summary written before the reader)."""
+    """The valley ``method="auto"`` found plain in PULSCAR's scores
+    (``method_evidence["valley"]``), or None where it read alpha at none (no auto, no
+    plain dip, or a summary written before the reader)."""
     valley = (summary.get("method_evidence") or {}).get("valley")
     return valley if valley and valley.get("credible") else None
+
+
+def rescored_of(evidence: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The second scoring's dip where ``method="auto"`` read alpha there
+    (``method_evidence["valley"]["rescored"]``, plain), or None where it read none or
+    read PULSCAR's dip."""
+    second = ((evidence or {}).get("valley") or {}).get("rescored")
+    return second if second and second.get("credible") else None
 
 
 def headline(summary: dict[str, Any]) -> str:

@@ -66,6 +66,9 @@ from pulsnar_dask.pipeline.result import (
 logger = logging.getLogger(__name__)
 
 METHODS = ("auto", "pulscar", "pulsnar")
+# The second scoring at a valley (:func:`valley_readings`) needs this many reliable
+# negatives per fold, to learn what the negatives look like from.
+MIN_RELIABLE_NEGATIVES_PER_FOLD = 10
 
 
 @dataclass(frozen=True)
@@ -395,15 +398,18 @@ def valley_readings(
     seed : int
         The run's seed (iteration ``i`` reads with ``seed + i``, as it was scored).
     rescore : callable
-        Scores the labeled positives against the unlabeled rows, training on none of
-        the ids it is given (one array per iteration): one subproblem per iteration.
+        Scores each iteration's labeled positives against its unlabeled rows, on the
+        columns of its subproblem, training on none of the ids it is given (one array
+        per iteration): one subproblem per iteration.
 
     Returns
     -------
     list of SubproblemResult or None
         The iterations read at their valley where the first iteration's dip is plain
         (each later iteration at its own dip): the second scoring's where its first
-        iteration's dip is plain, else PULSCAR's; None where PULSCAR's is not.
+        iteration's dip is plain, else PULSCAR's; None where PULSCAR's is not. The second
+        scoring runs where every iteration has ``MIN_RELIABLE_NEGATIVES_PER_FOLD`` reliable
+        negatives per fold.
     """
     first = results[0]
     cut = valley_cut(first.probabilities, first.labels)
@@ -418,7 +424,8 @@ def valley_readings(
         "which counts the hidden positives of every subtype however rarely each is labeled"
     )
     negatives = [reliable_negatives(r.probabilities, r.labels) for r in results]
-    if all(n.sum() >= config.n_folds for n in negatives):
+    # too few to learn the negatives from (a fold could train on none)
+    if all(n.sum() >= MIN_RELIABLE_NEGATIVES_PER_FOLD * config.n_folds for n in negatives):
         rescored = rescore(
             [r.row_ids[(r.labels == 0) & ~n] for r, n in zip(results, negatives, strict=True)]
         )
@@ -713,7 +720,7 @@ def run_pipeline(
     # auto's reading of PULSNAR's first iteration: (its subproblems, their alpha and groups)
     first_read: tuple[list[SubproblemResult], tuple] | None = None
     pulscar_first: SubproblemResult | None = None  # PULSCAR beside PULSNAR (auto)
-    at_valley = False  # auto read PULSCAR's alpha at the valley of its unlabeled scores
+    at_valley = False  # auto read alpha at a valley of the unlabeled rows' scores
     if method == "pulscar":
         stage(f"scoring: {iterations} cross-validated XGBoost run(s)")
         results = subproblems([request(features, None, it) for it in range(iterations)])
@@ -787,17 +794,17 @@ def run_pipeline(
             elif compare:
                 alternative = [pulscar_first]
             if config.valley_depth > 0:
+                whole = [it[0] for it in per_iteration] if method == "pulscar" else pulscar_results
 
                 def rescore(untrained: list[np.ndarray]) -> list[SubproblemResult]:
                     stage("scoring: the labeled positives against the rows below the valley")
                     return subproblems(
                         [
-                            request(features, None, it, "negatives", ids)
-                            for it, ids in enumerate(untrained)
+                            request(list(r.features), None, it, "negatives", ids)
+                            for it, (r, ids) in enumerate(zip(whole, untrained, strict=True))
                         ]
                     )
 
-                whole = [it[0] for it in per_iteration] if method == "pulscar" else pulscar_results
                 valley_runs = valley_readings(whole, evidence, config, seed, rescore)
                 if valley_runs is not None:
                     if method == "pulsnar":
