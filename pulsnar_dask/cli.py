@@ -136,7 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "pulscar", "pulsnar"),
         default="auto",
         help="auto (default): cluster the positives, and keep PULSNAR only where the "
-        "hidden positives' subtype mix differs from the labeled ones' (else PULSCAR)",
+        "hidden positives' subtype mix differs from the labeled ones' (else PULSCAR); "
+        "where the unlabeled rows' scores dip plainly below the labeled positives, read "
+        "alpha at the dip (--valley-depth)",
     )
     run.add_argument("--out", required=True, help="output directory or URL")
     _add_run_options(run)

@@ -991,7 +991,6 @@ def test_a_run_read_at_the_valley_says_so_everywhere(tmp_path, capsys):
         f"A second classifier, the labeled positives against the "
         f"{second['reliable_negatives']:,} unlabeled rows scored below nearly all of them"
     ) in report
-    assert "where auto read alpha at the" in report  # the plots' captions
     assert "The interval also spans PULSNAR's clusters" in report
     assert report.count("<figure>") == report.count("<figcaption>") >= 3
 

@@ -105,15 +105,18 @@ def test_auto_method_matches_the_in_memory_estimator(client, data):
 
 def test_the_valleys_second_scoring_matches_the_in_memory_estimator(client, tmp_path):
     """auto at the valley: the second scoring, which trains on the labeled positives and
-    the reliable negatives alone, gives the in-memory estimator's alpha on the task
-    engine and reaches the same dip on xgboost.dask; the PU AUC the summary reports and
-    the retrain's baseline are PULSCAR's, the PU classifier's."""
+    the reliable negatives alone (capped as the in-memory path caps them), gives the
+    in-memory estimator's alpha on the task engine, and on xgboost.dask a dip as much
+    deeper than the first; the PU AUC the summary reports and the retrain's baseline are
+    PULSCAR's, the PU classifier's."""
     d = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
     write_pu_parquet(d.split(3), tmp_path / "valley.parquet")
     puf = read_pu_parquet(str(tmp_path / "valley.parquet"), true_label_col="true_label")
-    config = PUConfig(interval_resamples=0)
+    # one unlabeled row per positive: the cap binds on the second scoring's reliable
+    # negatives, which both paths must count alike (the rows above are not eligible)
+    config = PUConfig(interval_resamples=0, max_unlabeled_ratio=1.0)
     result = run_job(client, puf, "auto", config, seed=0, classify=True, engine="task")
-    est = PULSNAR(random_state=0, n_jobs=1, interval_resamples=0)
+    est = PULSNAR(random_state=0, n_jobs=1, interval_resamples=0, max_unlabeled_ratio=1.0)
     est.fit(pd.DataFrame(d.X, columns=puf.features), d.label)
     assert result.method_evidence == est.method_evidence_
     assert result.method_evidence["valley"]["rescored"]["credible"]

@@ -281,7 +281,9 @@ class PUConfig:
         "method auto: where PULSCAR's scores of the unlabeled rows dip between the "
         "negatives' mode and the labeled positives (below all but 5% of them) to at most "
         "this share of the mode's density, alpha is read at the dip (the valley reader), "
-        "however rarely each subtype is labeled; 0: never (decision record, item 50).",
+        "however rarely each subtype is labeled: at the dip of a second scoring, the labeled "
+        "positives against the unlabeled rows below it, where that one is plain too; 0: "
+        "never (decision record, items 50 and 51).",
         type="float",
         flag="--valley-depth",
     )

@@ -408,8 +408,8 @@ def valley_readings(
         The iterations read at their valley where the first iteration's dip is plain
         (each later iteration at its own dip): the second scoring's where its first
         iteration's dip is plain, else PULSCAR's; None where PULSCAR's is not. The second
-        scoring runs where every iteration has ``MIN_RELIABLE_NEGATIVES_PER_FOLD`` reliable
-        negatives per fold.
+        scoring runs where every iteration has at least ``MIN_RELIABLE_NEGATIVES_PER_FOLD``
+        times ``n_folds`` reliable negatives.
     """
     first = results[0]
     cut = valley_cut(first.probabilities, first.labels)
