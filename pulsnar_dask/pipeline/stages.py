@@ -377,9 +377,9 @@ def valley_readings(
     """``method="auto"``'s valley reader (:func:`~pulsnar_dask.core.alpha.valley_cut`).
 
     Where PULSCAR's scores of the unlabeled rows dip plainly, the labeled positives are
-    scored again against the unlabeled rows below the dip
-    (:func:`~pulsnar_dask.core.alpha.reliable_negatives`), which no longer trains on the
-    rows above it: that classifier learns what the negatives look like, so the negatives'
+    scored again against the unlabeled rows below all but 5% of them
+    (:func:`~pulsnar_dask.core.alpha.reliable_negatives`), training on none of the rows
+    above: that classifier learns what the negatives look like, so the negatives'
     tail past the first dip scores low, and every subtype's hidden positives score as
     their kind does, however rarely it is labeled. Alpha is read at its dip where that
     one is plain too, else at PULSCAR's.
@@ -391,7 +391,7 @@ def valley_readings(
     evidence : dict
         ``choose_method``'s evidence, updated in place: ``valley`` (what the first
         iteration's dip shows, and ``valley["rescored"]`` what the second scoring's
-        shows) always; where alpha is read at a dip, ``reason`` says so and
+        shows, where it ran) always; where alpha is read at a dip, ``reason`` says so and
         ``subtypes_may_be_unseen`` is False (the reading does not rest on the clusters).
     config : PUConfig
         ``valley_depth``, the deepest dip read.
