@@ -117,7 +117,7 @@ def test_untrained_rows_are_scored_but_train_no_model():
     model learns from them: whatever their features, the models and every other row's
     probability are the same."""
     from pulsnar_dask.core.config import PUConfig
-    from pulsnar_dask.core.folds import without_rows
+    from pulsnar_dask.core.folds import trainable_rows
     from pulsnar_dask.core.subproblem import cross_validated_scores
 
     d = make_pu_data("scar", 300, 900, 5, 0.3, class_sep=1.5, random_state=3)
@@ -135,15 +135,19 @@ def test_untrained_rows_are_scored_but_train_no_model():
     # and trained on, they change the models
     plain = cross_validated_scores(d.X, d.label, ids, config, 0)
     assert plain[3] != scored[3]
-    keep = np.array([True, False, True, True])
+    # the rows under their label's cut-off, less the untrained ones
+    few, zeros = np.arange(200), np.zeros(200, np.int8)
+    under = trainable_rows(few, zeros, {0: np.uint64(2**63)}, 0)
+    assert 0 < under.sum() < 200
     np.testing.assert_array_equal(
-        without_rows(keep, np.array([1, 2, 3, 4]), np.array([3])), [True, False, False, True]
+        trainable_rows(few, zeros, {0: np.uint64(2**63)}, 0, np.array([3, 7, 500])),
+        under & ~np.isin(few, [3, 7]),
     )
     np.testing.assert_array_equal(
-        without_rows(None, np.array([1, 2, 3]), np.array([2, 9])), [True, False, True]
+        trainable_rows(np.array([1, 2, 3]), zeros[:3], None, 0, np.array([2, 9])),
+        [True, False, True],
     )
-    assert without_rows(None, np.array([1, 2]), None) is None
-    assert without_rows(keep, np.array([1, 2, 3, 4]), None) is keep
+    assert trainable_rows(np.array([1, 2]), zeros[:2], None, 0).all()
 
 
 def _class_counts(chunks):

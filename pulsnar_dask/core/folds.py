@@ -269,29 +269,23 @@ def subsample_thresholds(
 
 
 def trainable_rows(
-    row_ids: np.ndarray, labels: np.ndarray, thresholds: dict[int, np.uint64], seed: int
+    row_ids: np.ndarray,
+    labels: np.ndarray,
+    thresholds: dict[int, np.uint64] | None,
+    seed: int,
+    untrained: np.ndarray | None = None,
 ) -> np.ndarray:
     """Return which rows may train a model: those under their label's cut-off
-    (:func:`subsample_thresholds`)."""
-    hashes = row_hash(row_ids, seed + _SUBSAMPLE_SALT)
-    labels = np.asarray(labels)
-    keep = np.ones(labels.size, dtype=bool)
-    for value, cut in thresholds.items():
-        members = labels == value
-        keep[members] = hashes[members] <= cut
+    (:func:`subsample_thresholds`; ``None``: no cut-off) and none of the ``untrained``
+    ids (scored, but trained on by no model; ``None``: none)."""
+    keep = np.ones(len(row_ids), dtype=bool) if untrained is None else ~np.isin(row_ids, untrained)
+    if thresholds:
+        hashes = row_hash(row_ids, seed + _SUBSAMPLE_SALT)
+        labels = np.asarray(labels)
+        for value, cut in thresholds.items():
+            members = labels == value
+            keep[members] &= hashes[members] <= cut
     return keep
-
-
-def without_rows(
-    trainable: np.ndarray | None, row_ids: np.ndarray, untrained: np.ndarray | None
-) -> np.ndarray | None:
-    """Return ``trainable`` (``None``: every row may train) less the rows whose ids are in
-    ``untrained`` (scored, but trained on by no model); ``None`` where every row may
-    still train."""
-    if untrained is None:
-        return trainable
-    keep = ~np.isin(row_ids, untrained)
-    return keep if trainable is None else trainable & keep
 
 
 def training_thresholds(
@@ -304,8 +298,8 @@ def training_thresholds(
 ) -> dict[int, np.uint64] | None:
     """:func:`subsample_thresholds` over the rows a model may train on: the caps count
     none of the ``untrained`` ids (``None``: none)."""
-    eligible = without_rows(None, row_ids, untrained)
-    if eligible is not None:
+    if untrained is not None:
+        eligible = ~np.isin(row_ids, untrained)
         row_ids, labels = row_ids[eligible], np.asarray(labels)[eligible]
     return subsample_thresholds(row_ids, labels, max_ratio, max_rows, seed)
 
@@ -332,8 +326,9 @@ def training_subsample(
         no untrained rows).
     """
     thresholds = training_thresholds(row_ids, labels, max_ratio, max_rows, seed, untrained)
-    trainable = None if thresholds is None else trainable_rows(row_ids, labels, thresholds, seed)
-    return without_rows(trainable, row_ids, untrained)
+    if thresholds is None and untrained is None:
+        return None
+    return trainable_rows(row_ids, labels, thresholds, seed, untrained)
 
 
 def take_rows(rows: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:

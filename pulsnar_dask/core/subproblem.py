@@ -24,12 +24,7 @@ from pulsnar_dask.core.calibration import (
     relabeled,
 )
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.folds import (
-    NO_COPIES,
-    CopyGroups,
-    assign_folds,
-    training_subsample,
-)
+from pulsnar_dask.core.folds import NO_COPIES, CopyGroups, assign_folds, training_subsample
 from pulsnar_dask.core.metrics import roc_auc
 from pulsnar_dask.core.scoring import (
     booster_params,

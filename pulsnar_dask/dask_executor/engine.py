@@ -49,7 +49,6 @@ from pulsnar_dask.core.folds import (
     take_rows,
     trainable_rows,
     training_thresholds,
-    without_rows,
 )
 from pulsnar_dask.core.schema import (
     MAX_CATEGORIES,
@@ -120,12 +119,8 @@ def _scoring_rows(part, request: ScoreRequest, label, id_col, hashes, thresholds
     ids = ids[keep]
     config, seed = request.config, request.seed
     folds = folds_from_hashes(ids, labels, hashes, config.n_folds, seed, copies)
-    train = without_rows(
-        None if thresholds is None else trainable_rows(ids, labels, thresholds, seed),
-        ids,
-        request.untrained_ids,
-    )
-    return keep, ids, labels, folds, np.ones(ids.size, dtype=bool) if train is None else train
+    train = trainable_rows(ids, labels, thresholds, seed, request.untrained_ids)
+    return keep, ids, labels, folds, train
 
 
 def _scoring_part(part, request: ScoreRequest, label, id_col, hashes, thresholds, copies):
