@@ -25,7 +25,8 @@ Benchmarks (``--only`` picks some; ``--seeds`` caps the real sets at 5 seeds):
 
 Writes to benchmarks/results/paper/ (or ``--out``): ``runs.csv`` (every run; its ``valley``
 column says where auto read alpha: ``first`` at PULSCAR's valley, ``second`` at the second
-scoring's, empty at neither),
+scoring's, empty at neither; ``separated_alpha`` and ``separated_extends`` the second
+scoring's count and whether it widened the interval, where it ran),
 ``<benchmark>.md`` tables beside the paper's numbers, ``<benchmark>.png`` bar plots,
 ``calibration.{md,png}``, ``classification.{md,png}`` and ``summary.md`` (headline
 errors against the targets).
@@ -176,6 +177,10 @@ def run_one(
     if result.alpha_interval is not None:
         row["interval_low"] = result.alpha_interval.low
         row["interval_high"] = result.alpha_interval.high
+    separated = (result.method_evidence or {}).get("separated")
+    if separated is not None:  # the count that assumes the classes do not overlap
+        row["separated_alpha"] = separated["alpha"]
+        row["separated_extends"] = separated.get("extends_interval")
     curves = None
     if bench.calibrate:
         truth = (result.true_labels > 0).astype(float)

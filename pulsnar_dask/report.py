@@ -22,6 +22,7 @@ from pulsnar_dask.core.calibration import expected_calibration_error, reliabilit
 from pulsnar_dask.core.interval import Z_95
 from pulsnar_dask.pipeline.result import (
     OVERLAP_AUC,
+    SEPARATED_READING,
     WEAK_PU_AUC,
     JobResult,
     headline,
@@ -368,6 +369,22 @@ def plain_reading(summary: dict[str, Any]) -> str:
             f"{readings[f'pulsnar {reader}']['alpha']:.3f}); the data chose "
             f"{summary['method'].upper()}. "
         )
+    if SEPARATED_READING in readings:
+        separated = summary["method_evidence"]["separated"]
+        text += (
+            "It also spans alpha read as if positives and negatives did not overlap "
+            f"({readings[SEPARATED_READING]['alpha']:.3f}): a second classifier, the labeled "
+            f"positives against the {separated['reliable_negatives']:,} unlabeled rows least "
+            "like them, counts the unlabeled rows it finds more like the positives (an "
+            "adjusted count). That needs no subtypes, but it counts every negative that "
+            "resembles a positive too. "
+        )
+        if separated.get("extends_interval"):
+            text += (
+                "It lies outside every other reading, and the interval reaches it: either "
+                "the clusters miss positives of kinds labeled more rarely than the rest, or "
+                "the classes overlap, and the data cannot tell which. "
+            )
     auc = min(summary["pu_auc"])
     text += (
         f"The classifier told labeled positives from unlabeled rows {_separation(auc)} "
@@ -457,7 +474,7 @@ def _diagnostics(summary: dict[str, Any]) -> str:
     if "alpha_interval" in summary:
         low, high = summary["alpha_interval"]
         spans = ", ".join(
-            f"{name} {r['alpha']:.3f} &plusmn; {Z_95 * r['sd']:.3f}"
+            f"{name} {r['alpha']:.3f}" + (f" &plusmn; {Z_95 * r['sd']:.3f}" if r["sd"] else "")
             for name, r in summary["interval_readings"].items()
         )
         rows.append(

@@ -385,3 +385,32 @@ def test_valley_holds_at_its_limits_and_where_positives_saturate():
     y = np.r_[np.ones(200, np.int8), np.zeros(200, np.int8)]
     saturated = valley_cut(p, y)
     assert saturated.credible(0.3) and saturated.alpha == pytest.approx(0.25)
+
+
+def test_separated_count_is_the_adjusted_share_of_unlabeled_rows_scored_positive():
+    """Forman's adjusted count by hand: the unlabeled share above 0.5, less the reliable
+    negatives' share, over the labeled positives' share less theirs."""
+    from pulsnar_dask.core.alpha import separated_count
+
+    # 100 labeled positives, 90 of them above 0.5; 1000 unlabeled rows: 800 reliable
+    # negatives (40 above 0.5) and 200 more (150 above 0.5)
+    p = np.r_[np.full(90, 0.9), np.full(10, 0.3), np.full(40, 0.7), np.full(760, 0.1)]
+    p = np.r_[p, np.full(150, 0.8), np.full(50, 0.2)]
+    y = np.r_[np.ones(100, np.int8), np.zeros(1000, np.int8)]
+    negatives = np.r_[np.zeros(100, bool), np.ones(800, bool), np.zeros(200, bool)]
+    expected = ((40 + 150) / 1000 - 40 / 800) / (90 / 100 - 40 / 800)
+    assert separated_count(p, y, negatives) == pytest.approx(expected, rel=1e-12)
+    # the threshold moves the count: at 0.75 only the 150 and the labeled 90 are above
+    assert separated_count(p, y, negatives, 0.75) == pytest.approx(0.15 / 0.9, rel=1e-12)
+    # a classifier that does not tell the positives from the negatives reads nothing
+    flat = np.full(y.size, 0.6)
+    assert np.isnan(separated_count(flat, y, negatives))
+    # clipped to [0, 1]: fewer unlabeled rows above than the negatives' own share
+    low = p.copy()
+    low[900:] = 0.1
+    low[100:140] = 0.9
+    assert separated_count(low, y, negatives) == 0.0
+    with pytest.raises(ValueError, match="negatives must mark"):
+        separated_count(p, y, np.r_[np.ones(1, bool), negatives[1:]])  # a labeled row
+    with pytest.raises(ValueError, match="negatives must mark"):
+        separated_count(p, y, negatives[:-1])

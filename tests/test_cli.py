@@ -306,6 +306,16 @@ def test_headline_reads_the_summary():
         "; CHECK THE FEATURES: labeled and unlabeled rows are perfectly separated "
         "(leading feature 'visits')"
     )
+    # the separated-classes reading lay outside every other: the interval reached it
+    del summary["perfect_separation"]
+    separated = {"alpha": 0.4123, "reliable_negatives": 900, "extends_interval": True}
+    summary["method_evidence"]["separated"] = separated
+    assert headline(summary).endswith(
+        "; UNCERTAIN: alpha reads 0.412 instead if positives and negatives do not overlap, "
+        "and the data cannot tell which holds"
+    )
+    separated["extends_interval"] = False  # within the others' span: nothing to say
+    assert "UNCERTAIN" not in headline(summary)
 
 
 @pytest.fixture(scope="module")
@@ -995,6 +1005,53 @@ def test_a_run_read_at_the_valley_says_so_everywhere(tmp_path, capsys):
     assert report.count("<figure>") == report.count("<figcaption>") >= 3
 
 
+def test_a_run_whose_readings_disagree_says_so(tmp_path, capsys):
+    """A subtype labeled at 5% beside one labeled at 95%: the clusters read alpha where
+    the well-labeled one is densest, far low; the count that assumes the classes do not
+    overlap reads far higher, the interval reaches it, and the headline and report say
+    that the data cannot tell which holds."""
+    from pulsnar_dask.datasets.synthetic import PUData
+    from pulsnar_dask.io import write_pu_parquet
+    from pulsnar_dask.pipeline.result import headline
+
+    rng = np.random.default_rng(5)
+    centres = np.array([[3.0, 3.0, 0, 0], [4.5, 3.0, 0, 0], [-3.0, 3.0, 0, 0], [0.0, -3.0, 0, 0]])
+    group = np.repeat(np.arange(4), [800, 1600, 800, 2400])
+    label = np.zeros(group.size, np.int8)
+    for g, rate in enumerate([0.95, 0.05, 0.5]):
+        rows = np.flatnonzero(group == g)
+        label[rng.permutation(rows)[: round(rate * rows.size)]] = 1
+    X = centres[group] + rng.normal(size=(group.size, 4))
+    data = PUData(X.astype(np.float32), label, np.where(group < 3, group + 1, 0).astype(np.int8))
+    write_pu_parquet(data.split(2), tmp_path / "in.parquet")
+    out = tmp_path / "apart"
+    status, summary, err = run_cli(
+        ["run", "--input", str(tmp_path / "in.parquet"), "--out", str(out), "--n-workers", "2",
+         "--valley-depth", "0"],
+        capsys,
+    )  # fmt: skip
+    assert status == 0, err
+    assert summary["method"] == "pulsnar" and summary["alpha"] < summary["true_alpha"] - 0.2
+    separated = summary["method_evidence"]["separated"]
+    readings = summary["interval_readings"]
+    others = [r["alpha"] + 1.96 * r["sd"] for k, r in readings.items() if k != "separated count"]
+    assert separated["alpha"] > max(others) + 0.1  # nearer the truth, and far apart
+    assert readings["separated count"] == {"alpha": separated["alpha"], "sd": 0.0}
+    assert separated["extends_interval"] and summary["alpha_interval"][1] == separated["alpha"]
+    assert headline(summary).endswith(
+        f"; UNCERTAIN: alpha reads {separated['alpha']:.3f} instead if positives and negatives "
+        "do not overlap, and the data cannot tell which holds"
+    )
+    report = html.unescape((out / "report.html").read_text())
+    assert (
+        "It also spans alpha read as if positives and negatives did not overlap "
+        f"({separated['alpha']:.3f}): a second classifier, the labeled positives against the "
+        f"{separated['reliable_negatives']:,} unlabeled rows least like them"
+    ) in report
+    assert "and the data cannot tell which." in report
+    assert f"separated count {separated['alpha']:.3f} (" in report  # no bootstrap: no +-
+
+
 def test_the_method_row_says_which_dip_alpha_was_read_at():
     from pulsnar_dask.report import _valley_note
 
@@ -1032,10 +1089,14 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     assert summary["method_requested"] == "auto"
     evidence = summary["method_evidence"]
     assert summary["method"] in ("pulscar", "pulsnar")
-    assert set(evidence) == {
+    assert set(evidence) - {"separated"} == {
         "n_clusters", "subtype_mix_distance", "threshold", "sampling_noise", "reason",
         "subtypes_may_be_unseen", "cluster_features", "model_features", "valley",
     }  # fmt: skip
+    # the second scoring's count: where it ran at the valley, or where PULSNAR was read
+    assert ("separated" in evidence) == (
+        "rescored" in evidence["valley"] or summary["method"] == "pulsnar"
+    )
     assert evidence["subtypes_may_be_unseen"] is False  # 8 features, all clustered
     distance, noise = evidence["subtype_mix_distance"], evidence["sampling_noise"]
     valley = evidence["valley"]  # the dip auto looked for, read there only where plain

@@ -84,10 +84,12 @@ def test_auto_method_matches_the_in_memory_estimator(client, data):
     low, high = result.alpha_interval.low, result.alpha_interval.high
     assert (low, high) == pytest.approx((est.alpha_interval_.low, est.alpha_interval_.high))
     assert low <= result.alpha <= high
-    # auto weighs both assumptions: both are in the interval's readings
+    # auto weighs both assumptions: both are in the interval's readings, and where it
+    # read PULSNAR the count that assumes the classes do not overlap too
     assumptions = {name.split()[0] for name in result.alpha_interval.readings}
     several = result.method_evidence["n_clusters"] > 1
-    assert assumptions == ({"pulsnar", "pulscar"} if several else {"pulscar"})
+    separated = {"separated"} if result.method == "pulsnar" else set()
+    assert assumptions == ({"pulsnar", "pulscar"} | separated if several else {"pulscar"})
     summary = result.summary()
     assert summary["method_requested"] == "auto" and summary["method"] == est.method_
     assert summary["alpha_interval"] == [low, high]

@@ -143,6 +143,23 @@ def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
     assert auto.method_evidence_["subtype_mix_distance"] >= SCAR_MIX_DISTANCE
     assert plain.method_evidence_ is None
     assert auto.alpha_ == plain.alpha_ and auto.n_clusters_ == plain.n_clusters_ > 1
+    # read at the clusters, the interval also spans the count that assumes the classes
+    # do not overlap (a second scoring that method="pulsnar" does not run)
+    separated = auto.method_evidence_["separated"]
+    readings = auto.alpha_interval_.readings
+    assert readings["separated count"] == (separated["alpha"], 0.0)
+    assert separated["reliable_negatives"] >= 50  # ten per fold at least
+    assert auto.alpha_interval_.low <= separated["alpha"] <= auto.alpha_interval_.high
+    others = [
+        (a - 1.96 * sd, a + 1.96 * sd) for k, (a, sd) in readings.items() if k != "separated count"
+    ]
+    outside = not min(lo for lo, _ in others) <= separated["alpha"] <= max(hi for _, hi in others)
+    assert separated["extends_interval"] == outside
+    # the classes are apart here: the count reads the truth
+    assert separated["alpha"] == pytest.approx(snar.true_alpha, abs=0.03)
+    assert "separated count" not in plain.alpha_interval_.readings
+    no_interval = PULSNAR(random_state=0, n_jobs=2, valley_depth=0, interval_resamples=0)
+    assert "separated" not in no_interval.fit(snar.X, snar.label).method_evidence_
 
     scar = two_subtypes_labeled_at_random()
     auto = PULSNAR(random_state=0, n_jobs=2, valley_depth=0).fit(scar.X, scar.label)
@@ -215,7 +232,7 @@ def test_the_valley_is_read_on_the_second_scoring_where_its_dip_is_plain_too():
     too few reliable negatives, or no plain first dip, and there is no second scoring."""
     from test_alpha import _separated_subtypes
 
-    from pulsnar_dask.core.alpha import reliable_negatives
+    from pulsnar_dask.core.alpha import reliable_negatives, separated_count
     from pulsnar_dask.pipeline.stages import MIN_RELIABLE_NEGATIVES_PER_FOLD, valley_readings
 
     p, y, _ = _separated_subtypes()
@@ -225,9 +242,10 @@ def test_the_valley_is_read_on_the_second_scoring_where_its_dip_is_plain_too():
     second_p = p.copy()
     second_p[:4000] /= 10  # the negatives (the first rows) scored lower: a deeper dip
 
-    def rescore(untrained):
-        asked.append(untrained)
-        return [_scored(second_p, y, ids) for _ in untrained]
+    def rescore(pairs):
+        asked.append([untrained for _, untrained in pairs])
+        assert [r for r, _ in pairs] == first
+        return [_scored(second_p, y, ids) for _ in pairs]
 
     config = PUConfig()
     evidence: dict = {}
@@ -243,10 +261,16 @@ def test_the_valley_is_read_on_the_second_scoring_where_its_dip_is_plain_too():
     assert [r.alpha for r in runs] == [second.alpha, second.alpha]
     assert all(np.array_equal(r.probabilities, second_p) for r in runs)
     assert "scored against the" in evidence["reason"]
+    # the second scoring's count of the rows that look positive, recorded beside
+    count = separated_count(second_p, y, reliable_negatives(p, y))
+    assert evidence["separated"] == {
+        "alpha": round(count, 4),
+        "reliable_negatives": int(reliable_negatives(p, y).sum()),
+    }
     # a second scoring without a plain dip: read at the first
     flat = np.where(y == 1, p, np.full_like(p, np.median(p[y == 1])))
     evidence = {}
-    runs = valley_readings(first, evidence, config, 0, lambda u: [_scored(flat, y, ids)] * 2)
+    runs = valley_readings(first, evidence, config, 0, lambda _: [_scored(flat, y, ids)] * 2)
     assert evidence["valley"]["rescored"]["credible"] is False
     assert [r.alpha for r in runs] == [valley_cut(p, y).alpha] * 2
     assert all(r.probabilities is p for r in runs)

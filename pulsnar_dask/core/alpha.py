@@ -378,6 +378,47 @@ def reliable_negatives(probabilities: np.ndarray, labels: np.ndarray) -> np.ndar
     return (y == 0) & (p < below)
 
 
+def separated_count(
+    probabilities: np.ndarray, labels: np.ndarray, negatives: np.ndarray, threshold: float = 0.5
+) -> float:
+    """Alpha if positives and negatives do not overlap: an adjusted classify-and-count.
+
+    ``probabilities`` come from a classifier of the labeled positives against the
+    reliable negatives (:func:`reliable_negatives`), scoring every row out of fold. The
+    share of unlabeled rows above ``threshold``, less the reliable negatives' share above
+    it, over the labeled positives' share less theirs (Forman's adjusted count). It needs
+    no subtypes: a hidden positive counts if it looks more like some labeled positive
+    than like the negatives, however rarely its kind is labeled. It also counts every
+    negative that looks like a positive, so where the classes overlap it reads high.
+
+    Parameters
+    ----------
+    probabilities : array-like of shape (n,)
+        Out-of-fold probabilities, in [0, 1].
+    labels : array-like of shape (n,)
+        1 for labeled positives, 0 for unlabeled.
+    negatives : array-like of bool of shape (n,)
+        The reliable negatives, unlabeled rows.
+    threshold : float
+        The probability above which a row counts as positive.
+
+    Returns
+    -------
+    float
+        A fraction of the unlabeled rows, in [0, 1]; NaN where the labeled positives
+        score above ``threshold`` no more often than the reliable negatives do.
+    """
+    p, y = _check_inputs(probabilities, labels)
+    negatives = np.asarray(negatives, dtype=bool).ravel()
+    if negatives.shape != y.shape or np.any(negatives & (y == 1)) or not negatives.any():
+        raise ValueError("negatives must mark some unlabeled rows, one flag per row")
+    above = p > threshold
+    tpr, fpr = float(np.mean(above[y == 1])), float(np.mean(above[negatives]))
+    if tpr <= fpr:
+        return float("nan")
+    return float(np.clip((np.mean(above[y == 0]) - fpr) / (tpr - fpr), 0.0, 1.0))
+
+
 def best_bin_ratios(
     probabilities: np.ndarray, labels: np.ndarray, delta: float = BBE_DELTA
 ) -> tuple[np.ndarray, np.ndarray, int]:

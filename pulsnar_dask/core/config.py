@@ -355,7 +355,8 @@ class PUConfig:
     interval_resamples: int = option(
         30,
         "Bootstrap resamples of the probabilities behind the 95% interval of alpha; 0: "
-        "no interval.",
+        "no interval (and where auto reads PULSNAR, no second scoring for the "
+        "separated-classes reading it also spans).",
         type="int",
         flag="--interval-resamples",
     )

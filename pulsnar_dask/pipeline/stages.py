@@ -20,12 +20,17 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from pulsnar_dask.core.alpha import VALLEY_MAX_LABELED_BELOW, reliable_negatives, valley_cut
+from pulsnar_dask.core.alpha import (
+    VALLEY_MAX_LABELED_BELOW,
+    reliable_negatives,
+    separated_count,
+    valley_cut,
+)
 from pulsnar_dask.core.calibration import fit_calibration_map
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig, check_seed, config_dict
 from pulsnar_dask.core.folds import CopyGroups
-from pulsnar_dask.core.interval import alpha_interval
+from pulsnar_dask.core.interval import AlphaInterval, alpha_interval
 from pulsnar_dask.core.metrics import classification_metrics, implied_negative_auc
 from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
 from pulsnar_dask.core.model import Component, PUModel, package_version, subproblem_components
@@ -58,6 +63,7 @@ from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.result import (
     OVERLAP_AUC,
     PERFECT_PU_AUC,
+    SEPARATED_READING,
     WEAK_PU_AUC,
     JobResult,
     overlaps,
@@ -66,7 +72,7 @@ from pulsnar_dask.pipeline.result import (
 logger = logging.getLogger(__name__)
 
 METHODS = ("auto", "pulscar", "pulsnar")
-# The second scoring at a valley (:func:`valley_readings`) needs this many reliable
+# The second scoring (:func:`scored_against_negatives`) needs this many reliable
 # negatives per fold, to learn what the negatives look like from.
 MIN_RELIABLE_NEGATIVES_PER_FOLD = 10
 
@@ -367,22 +373,80 @@ def _profiles(
     return subtype_profiles(X_described, positive_labels, names)
 
 
+Rescore = Callable[[list[tuple[SubproblemResult, np.ndarray]]], list[SubproblemResult]]
+
+
+def scored_against_negatives(
+    results: list[SubproblemResult], config: PUConfig, rescore: Rescore
+) -> tuple[list[SubproblemResult], list[np.ndarray]] | None:
+    """Score each subproblem's labeled positives again, against its reliable negatives.
+
+    The reliable negatives are the unlabeled rows scored below all but 5% of the labeled
+    positives (:func:`~pulsnar_dask.core.alpha.reliable_negatives`); the other unlabeled
+    rows are scored by the model of their fold, and no model trains on them. That
+    classifier learns what the negatives look like, not how often each kind of positive
+    is labeled.
+
+    Parameters
+    ----------
+    results : list of SubproblemResult
+        PULSCAR's subproblem, one per iteration.
+    config : PUConfig
+        ``n_folds``.
+    rescore : callable
+        Scores each given subproblem's labeled positives against its unlabeled rows, on
+        its columns, training on none of the ids given with it: one subproblem each.
+
+    Returns
+    -------
+    (rescored, negatives) or None
+        The second scorings and each iteration's reliable negatives (a mask on its rows);
+        None where an iteration has fewer than ``MIN_RELIABLE_NEGATIVES_PER_FOLD`` times
+        ``n_folds`` reliable negatives (a fold could train on none).
+    """
+    negatives = [reliable_negatives(r.probabilities, r.labels) for r in results]
+    if any(n.sum() < MIN_RELIABLE_NEGATIVES_PER_FOLD * config.n_folds for n in negatives):
+        return None
+    untrained = [r.row_ids[(r.labels == 0) & ~n] for r, n in zip(results, negatives, strict=True)]
+    return rescore(list(zip(results, untrained, strict=True))), negatives
+
+
+def separated_reading(rescored: SubproblemResult, negatives: np.ndarray) -> dict[str, Any]:
+    """``method_evidence["separated"]``: alpha if positives and negatives do not overlap
+    (:func:`~pulsnar_dask.core.alpha.separated_count` of the second scoring), and the
+    reliable negatives it was trained against."""
+    alpha = separated_count(rescored.probabilities, rescored.labels, negatives)
+    return {
+        "alpha": None if np.isnan(alpha) else round(alpha, 4),
+        "reliable_negatives": int(negatives.sum()),
+    }
+
+
+def spanning_separated(interval: AlphaInterval, separated: dict[str, Any]) -> AlphaInterval:
+    """The interval widened to take in the separated-classes reading
+    (:func:`separated_reading`) as one more reading, with no bootstrap of its own;
+    ``separated["extends_interval"]`` says whether it lay outside the others' span."""
+    alpha = separated["alpha"]
+    low, high = min(interval.low, alpha), max(interval.high, alpha)
+    separated["extends_interval"] = bool(low < interval.low or high > interval.high)
+    return AlphaInterval(low, high, {**interval.readings, SEPARATED_READING: (alpha, 0.0)})
+
+
 def valley_readings(
     results: list[SubproblemResult],
     evidence: dict[str, Any],
     config: PUConfig,
     seed: int,
-    rescore: Callable[[list[np.ndarray]], list[SubproblemResult]],
+    rescore: Rescore,
 ) -> list[SubproblemResult] | None:
     """``method="auto"``'s valley reader (:func:`~pulsnar_dask.core.alpha.valley_cut`).
 
     Where PULSCAR's scores of the unlabeled rows dip plainly, the labeled positives are
     scored again against the unlabeled rows below all but 5% of them
-    (:func:`~pulsnar_dask.core.alpha.reliable_negatives`), training on none of the rows
-    above: that classifier learns what the negatives look like, so the negatives'
-    tail past the first dip scores low, and every subtype's hidden positives score as
-    their kind does, however rarely it is labeled. Alpha is read at its dip where that
-    one is plain too, else at PULSCAR's.
+    (:func:`scored_against_negatives`): the negatives' tail past the first dip then
+    scores low, and every subtype's hidden positives score as their kind does, however
+    rarely it is labeled. Alpha is read at its dip where that one is plain too, else at
+    PULSCAR's.
 
     Parameters
     ----------
@@ -391,25 +455,22 @@ def valley_readings(
     evidence : dict
         ``choose_method``'s evidence, updated in place: ``valley`` (what the first
         iteration's dip shows, and ``valley["rescored"]`` what the second scoring's
-        shows, where it ran) always; where alpha is read at a dip, ``reason`` says so and
+        shows, where it ran) always, and ``separated`` where the second scoring ran
+        (:func:`separated_reading`); where alpha is read at a dip, ``reason`` says so and
         ``subtypes_may_be_unseen`` is False (the reading does not rest on the clusters).
     config : PUConfig
         ``valley_depth``, the deepest dip read.
     seed : int
         The run's seed (iteration ``i`` reads with ``seed + i``, as it was scored).
     rescore : callable
-        Scores each iteration's labeled positives against its unlabeled rows, on the
-        columns of its subproblem, training on none of the ids it is given (one array
-        per iteration): one subproblem per iteration.
+        As :func:`scored_against_negatives`.
 
     Returns
     -------
     list of SubproblemResult or None
         The iterations read at their valley where the first iteration's dip is plain
         (each later iteration at its own dip): the second scoring's where its first
-        iteration's dip is plain, else PULSCAR's; None where PULSCAR's is not. The second
-        scoring runs where every iteration has at least ``MIN_RELIABLE_NEGATIVES_PER_FOLD``
-        times ``n_folds`` reliable negatives.
+        iteration's dip is plain, else PULSCAR's; None where PULSCAR's is not.
     """
     first = results[0]
     cut = valley_cut(first.probabilities, first.labels)
@@ -423,12 +484,10 @@ def valley_readings(
         f"but {cut.labeled_below:.1%} of the labeled positives: alpha is read at the dip, "
         "which counts the hidden positives of every subtype however rarely each is labeled"
     )
-    negatives = [reliable_negatives(r.probabilities, r.labels) for r in results]
-    # too few to learn the negatives from (a fold could train on none)
-    if all(n.sum() >= MIN_RELIABLE_NEGATIVES_PER_FOLD * config.n_folds for n in negatives):
-        rescored = rescore(
-            [r.row_ids[(r.labels == 0) & ~n] for r, n in zip(results, negatives, strict=True)]
-        )
+    scored = scored_against_negatives(results, config, rescore)
+    if scored is not None:
+        rescored, negatives = scored
+        evidence["separated"] = separated_reading(rescored[0], negatives[0])
         second = valley_cut(rescored[0].probabilities, rescored[0].labels)
         valley["rescored"] = {
             **second.as_dict(),
@@ -793,18 +852,18 @@ def run_pipeline(
                 n_clusters = 1
             elif compare:
                 alternative = [pulscar_first]
+            whole = [it[0] for it in per_iteration] if method == "pulscar" else pulscar_results
+
+            def rescore(pairs: list[tuple[SubproblemResult, np.ndarray]]) -> list[SubproblemResult]:
+                stage("scoring: the labeled positives against the unlabeled rows least like them")
+                return subproblems(
+                    [
+                        request(list(r.features), None, it, "negatives", ids)
+                        for it, (r, ids) in enumerate(pairs)
+                    ]
+                )
+
             if config.valley_depth > 0:
-                whole = [it[0] for it in per_iteration] if method == "pulscar" else pulscar_results
-
-                def rescore(untrained: list[np.ndarray]) -> list[SubproblemResult]:
-                    stage("scoring: the labeled positives against the rows below the valley")
-                    return subproblems(
-                        [
-                            request(list(r.features), None, it, "negatives", ids)
-                            for it, (r, ids) in enumerate(zip(whole, untrained, strict=True))
-                        ]
-                    )
-
                 valley_runs = valley_readings(whole, evidence, config, seed, rescore)
                 if valley_runs is not None:
                     if method == "pulsnar":
@@ -812,6 +871,12 @@ def run_pipeline(
                     pulscar_first = whole[0]  # the PU classifier, which the checks read
                     per_iteration = [[r] for r in valley_runs]
                     method, n_clusters, at_valley = "pulscar", 1, True
+            # read at PULSNAR's clusters, the interval also spans the reading that needs no
+            # clusters but assumes the classes do not overlap
+            if method == "pulsnar" and config.interval_resamples:
+                scored = scored_against_negatives(whole[:1], config, rescore)
+                if scored is not None:
+                    evidence["separated"] = separated_reading(scored[0][0], scored[1][0])
             log = logger.warning if evidence["subtypes_may_be_unseen"] else logger.info
             log("method auto: %s (%s)", method, evidence["reason"])
     mark("scoring")
@@ -880,6 +945,9 @@ def run_pipeline(
             assumptions, config, seed, alphas, executor.map,
             readers={"pulscar": ("valley",)} if at_valley else None,
         )  # fmt: skip
+        separated = (evidence or {}).get("separated") if method == "pulsnar" else None
+        if separated and separated["alpha"] is not None:
+            interval = spanning_separated(interval, separated)
         mark("interval")
     probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
     calibrated = improved = metrics = None
