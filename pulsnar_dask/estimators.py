@@ -77,7 +77,9 @@ class PULSCAR(BaseEstimator):
         One estimate per iteration.
     alpha_interval_ : AlphaInterval or None
         95% interval of alpha (``.low``, ``.high``) and the readings it spans
-        (:func:`pulsnar_dask.core.interval.alpha_interval`); None with ``interval_resamples=0``.
+        (:func:`pulsnar_dask.core.interval.alpha_interval`; where ``method="auto"`` reads
+        PULSNAR, also ``"separated count"``, ``method_evidence_["separated"]``); None with
+        ``interval_resamples=0``.
     method_ : str
         ``"pulscar"`` (``method_evidence_`` is None).
     n_clusters_ : int

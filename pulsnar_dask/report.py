@@ -379,11 +379,23 @@ def plain_reading(summary: dict[str, Any]) -> str:
             "adjusted count). That needs no subtypes, but it counts every negative that "
             "resembles a positive too. "
         )
-        if separated.get("extends_interval"):
+        if separated.get("extends_interval") and summary.get("alpha_may_be_high"):
             text += (
-                "It lies outside every other reading, and the interval reaches it: either "
-                "the clusters miss positives of kinds labeled more rarely than the rest, or "
-                "the classes overlap, and the data cannot tell which. "
+                "It lies outside every other reading, and the interval reaches it; the "
+                "classes overlap here (below), which makes this count high too. "
+            )
+        elif separated.get("extends_interval") and separated["alpha"] > summary["alpha"]:
+            text += (
+                "It lies above every other reading, and the interval reaches it: either the "
+                "clusters miss positives of kinds labeled more rarely than the rest, or the "
+                "classes overlap, and the data cannot tell which. "
+            )
+        elif separated.get("extends_interval"):
+            text += (
+                "It lies below every other reading, and the interval reaches it: either "
+                "some cluster counts negatives that resemble its positives, or hidden "
+                "positives of a rarely labeled kind lie among the rows least like the "
+                "labeled ones, and the data cannot tell which. "
             )
     auc = min(summary["pu_auc"])
     text += (
@@ -474,7 +486,8 @@ def _diagnostics(summary: dict[str, Any]) -> str:
     if "alpha_interval" in summary:
         low, high = summary["alpha_interval"]
         spans = ", ".join(
-            f"{name} {r['alpha']:.3f}" + (f" &plusmn; {Z_95 * r['sd']:.3f}" if r["sd"] else "")
+            f"{name} {r['alpha']:.3f}"
+            + ("" if name == SEPARATED_READING else f" &plusmn; {Z_95 * r['sd']:.3f}")
             for name, r in summary["interval_readings"].items()
         )
         rows.append(

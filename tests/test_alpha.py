@@ -405,6 +405,13 @@ def test_separated_count_is_the_adjusted_share_of_unlabeled_rows_scored_positive
     # a classifier that does not tell the positives from the negatives reads nothing
     flat = np.full(y.size, 0.6)
     assert np.isnan(separated_count(flat, y, negatives))
+    # nor one whose positives' share above exceeds the negatives' by less than half:
+    # 320 of the 800 negatives above, 0.4 against the positives' 0.9, is read; 321 is not
+    weak = p.copy()
+    weak[140:420] = 0.7
+    assert separated_count(weak, y, negatives) == pytest.approx((0.47 - 0.4) / 0.5, rel=1e-9)
+    weak[420] = 0.7
+    assert np.isnan(separated_count(weak, y, negatives))
     # clipped to [0, 1]: fewer unlabeled rows above than the negatives' own share
     low = p.copy()
     low[900:] = 0.1

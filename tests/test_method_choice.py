@@ -6,6 +6,7 @@ import pytest
 from pulsnar_dask import PULSCAR, PULSNAR, estimate_alpha, make_pu_data
 from pulsnar_dask.core.alpha import valley_cut
 from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.interval import Z_95, AlphaInterval
 from pulsnar_dask.core.subtypes import (
     SCAR_MIX_DISTANCE,
     choose_method,
@@ -149,14 +150,13 @@ def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
     readings = auto.alpha_interval_.readings
     assert readings["separated count"] == (separated["alpha"], 0.0)
     assert separated["reliable_negatives"] >= 50  # ten per fold at least
-    assert auto.alpha_interval_.low <= separated["alpha"] <= auto.alpha_interval_.high
-    others = [
-        (a - 1.96 * sd, a + 1.96 * sd) for k, (a, sd) in readings.items() if k != "separated count"
-    ]
-    outside = not min(lo for lo, _ in others) <= separated["alpha"] <= max(hi for _, hi in others)
-    assert separated["extends_interval"] == outside
-    # the classes are apart here: the count reads the truth
+    # the classes are apart here: the count reads the truth, within the other readings
     assert separated["alpha"] == pytest.approx(snar.true_alpha, abs=0.03)
+    others = [
+        (a - Z_95 * sd, a + Z_95 * sd) for k, (a, sd) in readings.items() if k != "separated count"
+    ]
+    assert min(lo for lo, _ in others) < separated["alpha"] < max(hi for _, hi in others)
+    assert separated["extends_interval"] is False
     assert "separated count" not in plain.alpha_interval_.readings
     no_interval = PULSNAR(random_state=0, n_jobs=2, valley_depth=0, interval_resamples=0)
     assert "separated" not in no_interval.fit(snar.X, snar.label).method_evidence_
@@ -179,6 +179,27 @@ def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
     assert evidence["rescored"]["credible"]
     assert valley.alpha_ == pytest.approx(evidence["rescored"]["alpha"], abs=5e-5)
     assert valley.alpha_ == pytest.approx(scar.true_alpha, abs=0.03)
+
+
+def test_the_separated_reading_joins_the_interval_and_says_whether_it_widened_it():
+    from pulsnar_dask.pipeline.stages import spanning_separated
+
+    interval = AlphaInterval(0.2, 0.3, {"pulsnar kernel": (0.25, 0.02)})
+    for alpha, span, extends in [
+        (0.26, (0.2, 0.3), False),
+        (0.3, (0.2, 0.3), False),  # at the end: not outside it
+        (0.41, (0.2, 0.41), True),
+        (0.05, (0.05, 0.3), True),
+    ]:
+        separated = {"alpha": alpha, "reliable_negatives": 900}
+        wide = spanning_separated(interval, separated)
+        assert (wide.low, wide.high) == span and separated["extends_interval"] is extends
+        assert wide.readings == {"pulsnar kernel": (0.25, 0.02), "separated count": (alpha, 0.0)}
+    assert interval.readings == {"pulsnar kernel": (0.25, 0.02)}  # not changed in place
+    # a low end clipped to 0: a count of 0 lies within it
+    separated = {"alpha": 0.0, "reliable_negatives": 900}
+    spanning_separated(AlphaInterval(0.0, 0.1, {}), separated)
+    assert separated["extends_interval"] is False
 
 
 def two_subtypes_labeled_at_random():

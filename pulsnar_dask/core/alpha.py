@@ -60,6 +60,9 @@ BBE_SPLITS = 5
 VALLEY_GRID = 512
 LOGIT_CLIP = 1e-7
 VALLEY_MAX_LABELED_BELOW = 0.05
+# separated_count reads nothing where the labeled positives' share above its threshold
+# exceeds the reliable negatives' by less than this: the adjustment divides by the gap
+SEPARATED_MIN_GAP = 0.5
 
 
 @dataclass(frozen=True)
@@ -405,8 +408,10 @@ def separated_count(
     Returns
     -------
     float
-        A fraction of the unlabeled rows, in [0, 1]; NaN where the labeled positives
-        score above ``threshold`` no more often than the reliable negatives do.
+        A fraction of the unlabeled rows, in [0, 1]; NaN where the labeled positives'
+        share above ``threshold`` exceeds the reliable negatives' by less than
+        ``SEPARATED_MIN_GAP``: the classifier hardly tells them apart, and dividing by
+        that gap would blow the raw share's noise up past twice its size.
     """
     p, y = _check_inputs(probabilities, labels)
     negatives = np.asarray(negatives, dtype=bool).ravel()
@@ -414,7 +419,7 @@ def separated_count(
         raise ValueError("negatives must mark some unlabeled rows, one flag per row")
     above = p > threshold
     tpr, fpr = float(np.mean(above[y == 1])), float(np.mean(above[negatives]))
-    if tpr <= fpr:
+    if tpr - fpr < SEPARATED_MIN_GAP:
         return float("nan")
     return float(np.clip((np.mean(above[y == 0]) - fpr) / (tpr - fpr), 0.0, 1.0))
 

@@ -29,8 +29,8 @@ SEPARATED_READING = "separated count"
 INTERVAL_METHOD = (
     "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
     "configured reader; where auto read alpha at a valley, the scoring read there with the "
-    "valley reader alone), under PULSNAR and PULSCAR where both were computed; where auto "
-    "read PULSNAR, also the separated-classes count (no bootstrap)"
+    "valley reader alone), under PULSNAR and PULSCAR where both were computed; the "
+    "separated-classes count as it is, where it joined (see interval_readings)"
 )
 
 
@@ -267,10 +267,8 @@ def headline(summary: dict[str, Any]) -> str:
         where auto read it there), with the 95% interval (``alpha_interval``, else the
         iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
         identified, when a feature may record the label (perfect separation), when
-        alpha may be far too high (positives and negatives overlap), when alpha may
-        be read low (one cluster found on part of the features), or when the reading
-        that assumes the classes do not overlap lies outside the others (``separated``,
-        which the interval then reaches).
+        alpha may be far too high (positives and negatives overlap), or when alpha may
+        be read low (one cluster found on part of the features).
     """
     n_unlabeled = summary["n_unlabeled"]
     text = (
@@ -308,16 +306,4 @@ def headline(summary: dict[str, Any]) -> str:
         )
     elif (summary.get("method_evidence") or {}).get("subtypes_may_be_unseen"):
         text += "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"
-    elif (separated := separated_of(summary)) is not None:
-        text += (
-            f"; UNCERTAIN: alpha reads {separated['alpha']:.3f} instead if positives and "
-            "negatives do not overlap, and the data cannot tell which holds"
-        )
     return text
-
-
-def separated_of(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """``method_evidence["separated"]`` where that reading widened the interval (it lay
-    outside every other reading's span), else None."""
-    separated = (summary.get("method_evidence") or {}).get("separated")
-    return separated if separated and separated.get("extends_interval") else None

@@ -390,7 +390,8 @@ def scored_against_negatives(
     Parameters
     ----------
     results : list of SubproblemResult
-        PULSCAR's subproblem, one per iteration.
+        PULSCAR's subproblems: one per iteration (the valley reader), or the first
+        iteration's alone (the separated-classes reading).
     config : PUConfig
         ``n_folds``.
     rescore : callable
@@ -400,8 +401,8 @@ def scored_against_negatives(
     Returns
     -------
     (rescored, negatives) or None
-        The second scorings and each iteration's reliable negatives (a mask on its rows);
-        None where an iteration has fewer than ``MIN_RELIABLE_NEGATIVES_PER_FOLD`` times
+        The second scorings and each subproblem's reliable negatives (a mask on its
+        rows); None where one has fewer than ``MIN_RELIABLE_NEGATIVES_PER_FOLD`` times
         ``n_folds`` reliable negatives (a fold could train on none).
     """
     negatives = [reliable_negatives(r.probabilities, r.labels) for r in results]
@@ -424,8 +425,9 @@ def separated_reading(rescored: SubproblemResult, negatives: np.ndarray) -> dict
 
 def spanning_separated(interval: AlphaInterval, separated: dict[str, Any]) -> AlphaInterval:
     """The interval widened to take in the separated-classes reading
-    (:func:`separated_reading`) as one more reading, with no bootstrap of its own;
-    ``separated["extends_interval"]`` says whether it lay outside the others' span."""
+    (:func:`separated_reading`, its alpha not None) as one more reading, with no
+    bootstrap of its own; ``separated["extends_interval"]`` is set to whether it lay
+    outside the others' span (above or below)."""
     alpha = separated["alpha"]
     low, high = min(interval.low, alpha), max(interval.high, alpha)
     separated["extends_interval"] = bool(low < interval.low or high > interval.high)
