@@ -77,8 +77,7 @@ class PULSCAR(BaseEstimator):
         One estimate per iteration.
     alpha_interval_ : AlphaInterval or None
         95% interval of alpha (``.low``, ``.high``) and the readings it spans
-        (:func:`pulsnar_dask.core.interval.alpha_interval`; where ``method="auto"`` reads
-        PULSNAR, also ``"separated count"``, ``method_evidence_["separated"]``); None with
+        (:func:`pulsnar_dask.core.interval.alpha_interval`); None with
         ``interval_resamples=0``.
     method_ : str
         ``"pulscar"`` (``method_evidence_`` is None).
@@ -350,7 +349,9 @@ class PULSNAR(PULSCAR):
     method_ : str
         ``"pulsnar"`` or, with ``method="auto"``, the method chosen.
     method_evidence_ : dict or None
-        With ``method="auto"``: the evidence for ``method_``.
+        With ``method="auto"``: the evidence for ``method_``. Where it kept PULSNAR,
+        ``"separated"`` holds the count that assumes the classes do not overlap, which
+        ``alpha_interval_`` also spans (its reading ``"separated count"``).
     clustering_ : Clustering
         BIC curve, cluster of each positive, features used.
     cluster_estimates_ : list of AlphaEstimate

@@ -379,12 +379,13 @@ def plain_reading(summary: dict[str, Any]) -> str:
             "adjusted count). That needs no subtypes, but it counts every negative that "
             "resembles a positive too. "
         )
-        if separated.get("extends_interval") and summary.get("alpha_may_be_high"):
+        above = separated["alpha"] >= summary["alpha_interval"][1]  # it set the upper end
+        if separated.get("extends_interval") and above and summary.get("alpha_may_be_high"):
             text += (
-                "It lies outside every other reading, and the interval reaches it; the "
+                "It lies above every other reading, and the interval reaches it; the "
                 "classes overlap here (below), which makes this count high too. "
             )
-        elif separated.get("extends_interval") and separated["alpha"] > summary["alpha"]:
+        elif separated.get("extends_interval") and above:
             text += (
                 "It lies above every other reading, and the interval reaches it: either the "
                 "clusters miss positives of kinds labeled more rarely than the rest, or the "

@@ -181,6 +181,35 @@ def test_auto_keeps_pulsnar_on_snar_data_and_pulscar_on_scar_data():
     assert valley.alpha_ == pytest.approx(scar.true_alpha, abs=0.03)
 
 
+def test_the_report_says_which_way_the_separated_count_lies_and_why():
+    from pulsnar_dask.report import plain_reading
+
+    separated = {"alpha": 0.41, "reliable_negatives": 900, "extends_interval": True}
+    summary = {"n_unlabeled": 1000, "hidden_positives": 200, "alpha": 0.2, "n_positive": 500,
+               "method": "pulsnar", "settings": {"alpha_estimator": "kernel"},
+               "pu_auc": [0.9], "alpha_identified": True, "alpha_interval": [0.15, 0.41],
+               "interval_readings": {"pulsnar kernel": {"alpha": 0.2, "sd": 0.02},
+                                     "separated count": {"alpha": 0.41, "sd": 0.0}},
+               "method_evidence": {"separated": separated}}  # fmt: skip
+    text = plain_reading(summary)
+    assert "did not overlap (0.410): a second classifier" in text
+    assert "against the 900 unlabeled rows least like them" in text
+    assert "It lies above every other reading" in text and "miss positives of kinds" in text
+    summary.update(alpha_may_be_high=True, negative_auc=0.75)  # the run found the overlap
+    text = plain_reading(summary)
+    assert "the classes overlap here (below), which makes this count high too" in text
+    assert "cannot tell which" not in text
+    separated["alpha"] = 0.05  # below the clusters' reading: it set the lower end
+    summary.update(alpha_interval=[0.05, 0.24])
+    summary["interval_readings"]["separated count"]["alpha"] = 0.05
+    text = plain_reading(summary)
+    assert "It lies below every other reading" in text and "counts negatives" in text
+    assert "makes this count high" not in text
+    separated["extends_interval"] = False  # within the others: described, nothing more
+    text = plain_reading(summary)
+    assert "did not overlap (0.050)" in text and "every other reading" not in text
+
+
 def test_the_separated_reading_joins_the_interval_and_says_whether_it_widened_it():
     from pulsnar_dask.pipeline.stages import spanning_separated
 
@@ -299,7 +328,7 @@ def test_the_valley_is_read_on_the_second_scoring_where_its_dip_is_plain_too():
     n_folds = int(reliable_negatives(p, y).sum()) // MIN_RELIABLE_NEGATIVES_PER_FOLD + 1
     evidence, asked = {}, []
     runs = valley_readings(first, evidence, config.with_(n_folds=n_folds), 0, rescore)
-    assert not asked and "rescored" not in evidence["valley"]
+    assert not asked and "rescored" not in evidence["valley"] and "separated" not in evidence
     assert [r.alpha for r in runs] == [valley_cut(p, y).alpha] * 2
     # no plain first dip: neither reading
     assert valley_readings(first, {}, config.with_(valley_depth=0.001), 0, rescore) is None
