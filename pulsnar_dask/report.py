@@ -379,25 +379,25 @@ def plain_reading(summary: dict[str, Any]) -> str:
             "adjusted count). That needs no subtypes, but it counts every negative that "
             "resembles a positive too. "
         )
-        above = separated["alpha"] >= summary["alpha_interval"][1]  # it set the upper end
-        if separated.get("extends_interval") and above and summary.get("alpha_may_be_high"):
+        if separated.get("extends_interval"):
+            above = separated["alpha"] >= summary["alpha_interval"][1]  # set the upper end
             text += (
-                "It lies above every other reading, and the interval reaches it; the "
-                "classes overlap here (below), which makes this count high too. "
+                f"It lies {'above' if above else 'below'} every other reading, and the "
+                "interval reaches it"
             )
-        elif separated.get("extends_interval") and above:
-            text += (
-                "It lies above every other reading, and the interval reaches it: either the "
-                "clusters miss positives of kinds labeled more rarely than the rest, or the "
-                "classes overlap, and the data cannot tell which. "
-            )
-        elif separated.get("extends_interval"):
-            text += (
-                "It lies below every other reading, and the interval reaches it: either "
-                "some cluster counts negatives that resemble its positives, or hidden "
-                "positives of a rarely labeled kind lie among the rows least like the "
-                "labeled ones, and the data cannot tell which. "
-            )
+            if not above:
+                text += (
+                    ": either some cluster counts negatives that resemble its positives, or "
+                    "hidden positives of a rarely labeled kind lie among the rows least like "
+                    "the labeled ones, and the data cannot tell which. "
+                )
+            elif summary.get("alpha_may_be_high"):
+                text += "; the classes overlap here (below), which makes this count high too. "
+            else:
+                text += (
+                    ": either the clusters miss positives of kinds labeled more rarely than "
+                    "the rest, or the classes overlap, and the data cannot tell which. "
+                )
     auc = min(summary["pu_auc"])
     text += (
         f"The classifier told labeled positives from unlabeled rows {_separation(auc)} "

@@ -489,11 +489,11 @@ def valley_readings(
     scored = scored_against_negatives(results, config, rescore)
     if scored is not None:
         rescored, negatives = scored
-        evidence["separated"] = separated_reading(rescored[0], negatives[0])
+        separated = evidence["separated"] = separated_reading(rescored[0], negatives[0])
         second = valley_cut(rescored[0].probabilities, rescored[0].labels)
         valley["rescored"] = {
             **second.as_dict(),
-            "reliable_negatives": int(negatives[0].sum()),
+            "reliable_negatives": separated["reliable_negatives"],
             "credible": second.credible(config.valley_depth),
         }
         if valley["rescored"]["credible"]:
