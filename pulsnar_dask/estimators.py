@@ -172,7 +172,8 @@ class PULSCAR(BaseEstimator):
 
             from pulsnar_dask.core.schema import categorical_columns
             from pulsnar_dask.dask_executor.engine import DaskExecutor
-            from pulsnar_dask.io import PUFrame, with_row_ids
+            from pulsnar_dask.dask_executor.partitions import with_row_ids
+            from pulsnar_dask.io import PUFrame
 
             client = client or default_client()
             label, row_id = "__pu_label__", "__pu_row_id__"

@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import dask.dataframe as dd
 import fsspec
-import numpy as np
-import pandas as pd
 
 from pulsnar_dask.core.model import MODEL_FILE, PUModel
 from pulsnar_dask.core.schema import FeatureSchema, is_categorical, is_numeric
+from pulsnar_dask.dask_executor.partitions import with_row_ids
 from pulsnar_dask.errors import PUError
 
 if TYPE_CHECKING:
@@ -88,21 +87,6 @@ class PUFrame:
             if name not in features:
                 left_out[name] = "an identifier or free text (too many distinct values)"
         return left_out
-
-
-def with_row_ids(frame: dd.DataFrame, id_col: str, client: Any = None) -> dd.DataFrame:
-    """Add ``id_col`` as the global row position (partition offset + position); the
-    partition lengths are counted on ``client`` (default: the default scheduler)."""
-    counts = frame.map_partitions(len)
-    lengths = client.compute(counts).result() if client is not None else counts.compute()
-    offsets = np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64)
-
-    def add_ids(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
-        start = offsets[partition_info["number"]] if partition_info else 0
-        return part.assign(**{id_col: np.arange(start, start + len(part), dtype=np.int64)})
-
-    meta = frame._meta.assign(**{id_col: np.array([], dtype=np.int64)})
-    return frame.map_partitions(add_ids, meta=meta)
 
 
 def _data_files(fs: Any, path: str) -> list[str]:
@@ -294,7 +278,8 @@ def _with_ids(
     frame: dd.DataFrame, keep: list[str], id_col: str, client: Any = None
 ) -> dd.DataFrame:
     """``frame``'s ``keep`` columns and ``id_col``, which is generated from the row
-    position (:func:`with_row_ids`) where the input has no such column."""
+    position (:func:`~pulsnar_dask.dask_executor.partitions.with_row_ids`) where the
+    input has no such column."""
     if id_col in frame.columns:
         return frame[[*keep, id_col]]
     return with_row_ids(frame[keep], id_col, client)

@@ -60,6 +60,7 @@ from pulsnar_dask.core.scoring import booster_params, fold_model, fold_predictio
 from pulsnar_dask.core.subproblem import check_subproblem
 from pulsnar_dask.core.subtypes import importance_gain
 from pulsnar_dask.dask_executor.malloc import with_heap_blocks
+from pulsnar_dask.dask_executor.partitions import stored
 from pulsnar_dask.dask_executor.sending import sent_once
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.io import PUFrame
@@ -397,7 +398,7 @@ class DaskExecutor:
 
     def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Settle the schema (the categorical features' categories are counted on the
-        workers), persist the table on the workers with categories as codes, check it,
+        workers), store the table on the workers with categories as codes, check it,
         and bring ids and labels here."""
         puf = self.puf
         self.schema = self._schema()
@@ -408,7 +409,7 @@ class DaskExecutor:
             if self.schema.categories:
                 meta = self.schema.encode_part(frame._meta)
                 frame = frame.map_partitions(self.schema.encode_part, meta=meta)
-            frame = self.client.persist(frame)
+            frame, self.parts = stored(self.client, frame)
             self.puf = puf = replace(puf, frame=frame, features=self.schema.names)
             self.features = self.schema.names
             features = frame[puf.features]
@@ -421,7 +422,6 @@ class DaskExecutor:
             table = self.client.compute(
                 frame.map_partitions(_table_part, columns, puf.features, meta=meta)
             )
-            self.parts = self.client.compute(frame.to_delayed())
         check_representable(unrepresentable.result())
         table = table.result().sort_values(puf.id, kind="stable")
         ids, labels = table[puf.id].to_numpy(), table[puf.label].to_numpy()
