@@ -16,7 +16,7 @@ from pulsnar_dask.core.schema import (
     schema_from_categories,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"  # samples of UCI sets: data/README.md
 
 
 def test_schema_codes_categories_by_position_and_unseen_ones_as_missing():
@@ -131,13 +131,13 @@ def test_categorical_splits_find_a_set_the_codes_order_hides():
 
 
 def _read_mushroom() -> tuple[pd.DataFrame, np.ndarray]:
-    table = pd.read_csv(DATA / "mushroom" / "agaricus-lepiota.data", header=None, dtype=str)
+    table = pd.read_csv(DATA / "mushroom.csv", header=None, dtype=str)
     poisonous = (table.pop(0) == "p").to_numpy()
     return table.set_axis([f"c{i}" for i in table.columns], axis=1), poisonous
 
 
 def _read_bank() -> tuple[pd.DataFrame, np.ndarray]:
-    table = pd.read_csv(DATA / "bank" / "bank-additional.csv", sep=";")
+    table = pd.read_csv(DATA / "bank.csv", sep=";")
     no = (table.pop("y") == "no").to_numpy()  # the large class positive, as SCAR_bank
     return table, no
 
