@@ -832,6 +832,67 @@ def test_unreachable_scheduler_fails_in_bounded_time(data, tmp_path, capsys, mon
     assert "Traceback" not in err and not out.exists()
 
 
+@pytest.fixture
+def not_a_scheduler():
+    """Servers on loopback that are not Dask schedulers: a web server (waits for a
+    request) and one that greets in its own protocol, as SSH does."""
+    import http.server
+    import socket
+    import threading
+
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    banner = socket.create_server(("127.0.0.1", 0))
+
+    def greet():
+        while True:
+            try:
+                conn, _ = banner.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (web.serve_forever, greet)]
+    for t in threads:
+        t.start()
+    yield {"web": web.server_address[1], "banner": banner.getsockname()[1]}
+    web.shutdown()
+    web.server_close()
+    banner.close()
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("tcp://127.0.0.1:{web}", "accepts connections but sent no Dask handshake within 2 s"),
+        ("127.0.0.1:{web}", "accepts connections but sent no Dask handshake within 2 s"),
+        ("tcp://127.0.0.1:{banner}", "answers, but not as a Dask scheduler (it sent b'SSH-2.0-'"),
+        ("http://127.0.0.1:{web}", "Dask speaks inproc, tcp, tls, ucx, ws, wss, not http"),
+        ("tls://127.0.0.1:{web}", "cannot connect to the Dask scheduler at tls://"),
+        ("tcp://127.0.0.1:port", "is not a scheduler address: invalid literal"),
+    ],
+)
+def test_an_address_that_is_not_a_dask_scheduler_gets_one_line(
+    data, tmp_path, capsys, monkeypatch, not_a_scheduler, address, message
+):
+    """A web server, another protocol's greeting, a scheme Dask does not speak, TLS
+    without its settings, a malformed port: one line within the connect timeout, never
+    a hang (a web server held distributed's client for ever) or a traceback."""
+    from pulsnar_dask.dask_executor import connect
+
+    monkeypatch.setattr(connect, "CONNECT_TIMEOUT_S", 2)
+    out = tmp_path / "out"
+    status, _, err = run_cli(
+        ["run", "--input", str(data), "--out", str(out),
+         "--scheduler", address.format(**not_a_scheduler)],
+        capsys,
+    )  # fmt: skip
+    assert status == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not out.exists()
+
+
 def test_a_true_label_column_never_becomes_a_feature(tmp_path, caplog):
     from pulsnar_dask.io import read_pu_parquet
 

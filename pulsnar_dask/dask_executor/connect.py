@@ -15,6 +15,8 @@ import contextlib
 import json
 import logging
 import os
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -33,6 +35,9 @@ logger = logging.getLogger(__name__)
 
 CLUSTER_TYPES = ("local", "scheduler", "ssh", "kubernetes", "slurm", "pbs")
 CONNECT_TIMEOUT_S = 20
+# A Dask server's first message, its handshake, is a few hundred bytes; the first 8
+# bytes of what it sends give that message's length.
+HANDSHAKE_MAX_BYTES = 1 << 20
 
 
 def load_cluster_config(path: str | Path) -> dict[str, Any]:
@@ -110,6 +115,60 @@ def make_cluster(config: dict[str, Any]) -> Any:
     return cluster_class(**options)
 
 
+def check_speaks_dask(address: str, timeout: float) -> None:
+    """Refuse a ``tcp://`` address (or a bare ``host:port``) whose server does not open
+    with a Dask handshake within ``timeout`` seconds.
+
+    A Dask scheduler sends its handshake as soon as a connection opens; a web server
+    waits for a request, and distributed's client then waits for ever, or reads another
+    service's bytes as a message length and tries to allocate that much. Other schemes
+    (``tls://``, ``inproc://``, ``ucx://``) are left to distributed.
+
+    Raises
+    ------
+    PUError
+        Naming the address: unreachable, silent, or answering in another protocol.
+    """
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import backends
+
+    try:
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location, default_port=8786)
+    except ValueError as exc:
+        raise PUError(f"{address!r} is not a scheduler address: {exc}") from None
+    if scheme not in backends:
+        raise PUError(
+            f"{address!r} is not a scheduler address: Dask speaks {', '.join(sorted(backends))}, "
+            f"not {scheme} (a scheduler's address reads tcp://host:8786)"
+        )
+    if scheme != "tcp":
+        return
+    header = b""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            while len(header) < 8:
+                chunk = sock.recv(8 - len(header))
+                if not chunk:
+                    break
+                header += chunk
+    except TimeoutError:
+        if not header:
+            raise PUError(
+                f"{address} accepts connections but sent no Dask handshake within "
+                f"{timeout:g} s: is it a Dask scheduler (not a web server or another service)?"
+            ) from None
+    except OSError as exc:
+        raise PUError(
+            f"cannot reach the Dask scheduler at {address} within {timeout:g} s: {exc}"
+        ) from None
+    if len(header) < 8 or struct.unpack("<Q", header)[0] > HANDSHAKE_MAX_BYTES:
+        raise PUError(
+            f"{address} answers, but not as a Dask scheduler (it sent {header!r}): "
+            "check the host, the port and the protocol"
+        )
+
+
 @contextlib.contextmanager
 def connect(
     scheduler: str | None = None,
@@ -154,12 +213,16 @@ def connect(
         )
     started = target if not isinstance(target, str) else None
     try:
+        if started is None:
+            check_speaks_dask(target, CONNECT_TIMEOUT_S)
         try:
             client = Client(target, timeout=CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             raise PUError(
                 f"cannot reach the Dask scheduler at {target} within {CONNECT_TIMEOUT_S} s: {exc}"
             ) from None
+        except (TypeError, ValueError) as exc:  # e.g. tls:// without its certificates
+            raise PUError(f"cannot connect to the Dask scheduler at {target}: {exc}") from None
         try:
             yield client
         finally:
