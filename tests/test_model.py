@@ -308,3 +308,74 @@ def test_score_mistakes_get_one_line_and_leave_nothing(run_dir, mistake, tmp_pat
     assert len(err.strip().splitlines()) == 1, err
     assert not out.exists()
     assert (tmp / "run" / "summary.json").exists()  # the run is untouched
+
+
+def _other_features_fold() -> bytes:
+    """A fold model of another table (two features), as a copied-over file would be."""
+    import xgboost as xgb
+
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    booster = xgb.train({"objective": "binary:logistic"}, xgb.DMatrix(X, X[:, 0] > 0), 2)
+    return bytes(booster.save_raw(raw_format="json"))
+
+
+CORRUPT_MODELS = {  # what is done to a copy of the run's model folder -> the one line
+    "truncated fold": (
+        lambda m: (m / "component0-fold0.json").write_bytes(
+            (m / "component0-fold0.json").read_bytes()[:300]
+        ),
+        "component0-fold0.json is not an XGBoost model XGBoost can read: ",
+    ),
+    "garbage fold": (
+        lambda m: (m / "component0-fold3.json").write_bytes(b"\x00\xff not a model"),
+        "component0-fold3.json is not an XGBoost model XGBoost can read: ",
+    ),
+    "another model's fold": (
+        lambda m: (m / "component0-fold1.json").write_bytes(_other_features_fold()),
+        "component0-fold1.json takes 2 features, its component 5",
+    ),
+    "missing fold": (
+        lambda m: (m / "component0-fold2.json").unlink(),
+        "FileNotFoundError",
+    ),
+    "later format": (
+        lambda m: (m / "model.json").write_text(
+            json.dumps({**json.loads((m / "model.json").read_text()), "format": 99})
+        ),
+        "model format 99 is not one this version reads (1)",
+    ),
+    "foreign json": (
+        lambda m: (m / "model.json").write_text('{"name": "some other tool"}'),
+        "model.json is not a pulsnar-dask model",
+    ),
+    "not json": (
+        lambda m: (m / "model.json").write_text("<html></html>"),
+        "model.json is not a pulsnar-dask model",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", CORRUPT_MODELS)
+def test_a_corrupt_or_foreign_model_folder_gets_one_line(run_dir, damage, tmp_path, capsys):
+    """Checked as the model is read, on the client: a fold file XGBoost cannot read had
+    ended, on a worker, in XGBoost's C++ backtrace. The folder is left as it was."""
+    import shutil
+
+    tmp, frame = run_dir
+    model = tmp_path / "model"
+    shutil.copytree(tmp / "run" / "model", model)
+    change, message = CORRUPT_MODELS[damage]
+    change(model)
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    frame.drop(columns="label").to_parquet(tmp_path / "new.parquet", index=False)
+    out = tmp_path / "out"
+    status, _, err = run_cli(
+        ["score", "--model", str(model), "--input", str(tmp_path / "new.parquet"),
+         "--id-col", "uid", "--out", str(out), "--n-workers", "1"],
+        capsys,
+    )  # fmt: skip
+    assert status == 2, err
+    assert f"cannot read the model at {model}: " in err and message in err, err
+    assert len(err.strip().splitlines()) == 1 and "[bt]" not in err, err
+    assert not out.exists()
+    assert {p.name: p.read_bytes() for p in model.iterdir()} == before

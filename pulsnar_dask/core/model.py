@@ -55,6 +55,34 @@ class Component:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_boosters": None}  # loaded again where it lands
 
+    def load(self, names: list[str]) -> None:
+        """Load the fold models now (``names``: their files), refusing one XGBoost
+        cannot read or that takes another number of features.
+
+        Raises
+        ------
+        ValueError
+            Naming the file.
+        """
+        import xgboost as xgb
+
+        boosters = []
+        for name, model in zip(names, self.models, strict=True):
+            try:
+                booster = xgb.Booster(model_file=bytearray(model))
+            except xgb.core.XGBoostError as exc:  # its message ends in a C++ backtrace
+                reason = str(exc).strip().splitlines()[0]
+                raise ValueError(
+                    f"{name} is not an XGBoost model XGBoost can read: {reason}"
+                ) from None
+            if booster.num_features() != len(self.features):
+                raise ValueError(
+                    f"{name} takes {booster.num_features()} features, its component "
+                    f"{len(self.features)}: the folder mixes files of different models"
+                )
+            boosters.append(booster)
+        self._boosters = boosters
+
     def boosters(self) -> list[Any]:
         """The fold models, loaded once."""
         if self._boosters is None:
@@ -187,7 +215,8 @@ class PUModel:
         Raises
         ------
         ValueError
-            If ``model.json`` is not a model of a format this version reads.
+            If ``model.json`` is not a model of a format this version reads, or a fold
+            model is not one XGBoost can read for its features.
         """
         try:
             data = json.loads(read(MODEL_FILE))
@@ -200,6 +229,8 @@ class PUModel:
             Component(c["features"], [read(name) for name in c["models"]], _map(c["calibration"]))
             for c in data["components"]
         ]
+        for spec, component in zip(data["components"], components, strict=True):
+            component.load(spec["models"])
         interval = data["alpha_interval"]
         return cls(
             FeatureSchema.from_dict(data["schema"]),
