@@ -489,6 +489,15 @@ def bad_inputs(tmp_path_factory):
         ["--xgb-params", '{"max_depth": -3}'],
         "xgb_params: value -3 for Parameter max_depth should be greater equal to 0",
     )
+    learned = {  # what would make the models something other than the method's
+        "objective": ('{"objective": "reg:squarederror"}', "objective 'reg:squarederror' would"),
+        "num_class": ('{"num_class": 2}', "num_class makes several outputs a row"),
+        "booster": ('{"booster": "gblinear"}', "booster 'gblinear' grows no trees"),
+        "weight": ('{"scale_pos_weight": 3}', "scale_pos_weight is not yours to set"),
+        "seed": ('{"seed": 7, "eta": 0.1}', "seed is not yours to set: XGBoost's seed follows"),
+    }
+    for i, (name, (params, said)) in enumerate(learned.items()):
+        cases[f"xgboost {name}"] = (put(f"ok{20 + i}", frame), ["--xgb-params", params], said)
     cases["true label as text"] = (
         put("truetext", frame.assign(truth=["yes"] * 20 + ["no"] * 20)),
         ["--true-label-col", "truth"],
@@ -541,6 +550,7 @@ BAD_INPUTS = [
     "output holds other files",
     "folds 1", "bin method", "storage options", "cluster fraction",
     "one resample", "misspelt xgboost parameter", "xgboost parameter value",
+    "xgboost objective", "xgboost num_class", "xgboost booster", "xgboost weight", "xgboost seed",
     "per-feature xgboost parameter", "true label as text", "true label missing", "negative seed",
     "seed with iterations",
     "column named twice",

@@ -182,6 +182,13 @@ def test_bad_options():
         PULSCAR(random_state=-1).fit(d.X, d.label)
     with pytest.raises(ValueError, match="from 0 to 4294967293, got 4294967294"):
         PULSCAR(random_state=2**32 - 2, n_iterations=3).fit(d.X, d.label)
+    # a model other than a tree classifier of one probability, before any model trains
+    with pytest.raises(ValueError, match="objective 'binary:logitraw' would not learn"):
+        PULSNAR(xgb_params={"objective": "binary:logitraw"}).fit(d.X, d.label)
+    with pytest.raises(ValueError, match="num_target makes several outputs a row"):
+        PULSCAR(xgb_params={"num_target": 2}).fit(d.X, d.label)
+    dart = {"objective": "binary:logistic", "booster": "dart", "eval_metric": "auc"}
+    assert 0 < PULSCAR(xgb_params=dart, interval_resamples=0).fit(d.X, d.label).alpha_ < 1
     # a numpy seed is a seed (the mixtures' seeds are made from it without overflow)
     same = [
         PULSNAR(random_state=s, max_clusters=2, interval_resamples=0).fit(d.X, d.label).alpha_

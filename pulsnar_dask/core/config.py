@@ -73,6 +73,42 @@ def _json_object(text: str) -> dict[str, Any]:
 _json_object.__name__ = "JSON object"  # argparse: "invalid JSON object value: ..."
 
 
+def check_learned_params(xgb_params: Mapping[str, Any]) -> None:
+    """Refuse XGBoost parameters that would make a model other than the one the method
+    needs: a tree model of one probability a row, labeled against unlabeled, weighted
+    and seeded by the method itself. Every other parameter passes through to XGBoost.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter.
+    """
+    objective = xgb_params.get("objective", "binary:logistic")
+    if objective != "binary:logistic":
+        raise ValueError(
+            f"xgb_params: objective {objective!r} would not learn the probability of being "
+            "labeled that every reading of alpha takes; leave it binary:logistic"
+        )
+    for name in ("num_class", "num_target"):
+        if name in xgb_params:
+            raise ValueError(
+                f"xgb_params: {name} makes several outputs a row; the method needs one"
+            )
+    booster = xgb_params.get("booster", "gbtree")
+    if booster not in ("gbtree", "dart"):
+        raise ValueError(
+            f"xgb_params: booster {booster!r} grows no trees, which the clustering's gain "
+            "importance and categorical splits need; use gbtree or dart"
+        )
+    set_by_method = {
+        "scale_pos_weight": "the method weights each model's positives by its own rows",
+        "seed": "XGBoost's seed follows --seed (random_state)",
+    }
+    for name, reason in set_by_method.items():
+        if name in xgb_params:
+            raise ValueError(f"xgb_params: {name} is not yours to set: {reason}")
+
+
 def _ratio_or_none(text: str) -> float | None:
     """A ratio; ``none`` or zero (no cap) read as ``None``."""
     if text.strip().lower() == "none":
@@ -208,7 +244,9 @@ class PUConfig:
         help="XGBoost parameter overrides (defaults: max_depth=4, eta=0.2, hist trees, "
         "64 bins); on the command line a JSON object. monotone_constraints and "
         "interaction_constraints are given for the table's features, by position or by name "
-        '({"age": 1}), and rewritten for each model\'s own features.',
+        '({"age": 1}), and rewritten for each model\'s own features. The method keeps '
+        "its own objective (binary:logistic), one output, a tree booster (gbtree or dart), "
+        "scale_pos_weight and seed: settings that change them are refused.",
         type="mapping",
         factory=dict,
         flag="--xgb-params",
@@ -370,6 +408,7 @@ class PUConfig:
             if f.metadata["choices"]:
                 check_choice(f.name, value, f.metadata["choices"])
         object.__setattr__(self, "bandwidth_bounds", tuple(self.bandwidth_bounds))
+        check_learned_params(self.xgb_params)
         low, high = self.bandwidth_bounds
         if not 0 < low < high:
             raise ValueError(f"bandwidth bounds must satisfy 0 < low < high, got {low}, {high}")
