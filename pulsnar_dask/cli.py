@@ -400,32 +400,34 @@ def _run(args: argparse.Namespace) -> dict:
         # file that is not a run's, in the way of the next --overwrite
         output.check_apart_from(args.performance_report, "performance report")
     output.prepare()
-    _import_in_background(late_imports(args.method, config.calibration_method, args.iterations))
-    with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
-        shown = args.dashboard or _names_a_cluster(args)  # else no dashboard to link to
-        logger.info("cluster: %s", (shown and client.dashboard_link) or client.scheduler.address)
-        puf = read_pu_parquet(
-            args.input,
-            label_col=args.label_col,
-            id_col=args.id_col,
-            true_label_col=args.true_label_col,
-            features=args.features,
-            categorical=args.categorical,
-            storage_options=storage_options,
-        )
-        if args.performance_report:
-            try:
-                import bokeh  # noqa: F401 - Dask's performance report renders with bokeh
-            except ImportError:
-                raise PUError(
-                    "--performance-report needs bokeh: pip install 'pulsnar-dask[diagnostics]'"
-                ) from None
-        report_context = (
-            performance_report(filename=args.performance_report)
-            if args.performance_report
-            else contextlib.nullcontext()
-        )
-        try:
+    try:  # the location is this run's from here: released whatever happens
+        _import_in_background(late_imports(args.method, config.calibration_method, args.iterations))
+        with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
+            shown = args.dashboard or _names_a_cluster(args)  # else no dashboard to link to
+            logger.info(
+                "cluster: %s", (shown and client.dashboard_link) or client.scheduler.address
+            )
+            puf = read_pu_parquet(
+                args.input,
+                label_col=args.label_col,
+                id_col=args.id_col,
+                true_label_col=args.true_label_col,
+                features=args.features,
+                categorical=args.categorical,
+                storage_options=storage_options,
+            )
+            if args.performance_report:
+                try:
+                    import bokeh  # noqa: F401 - Dask's performance report renders with bokeh
+                except ImportError:
+                    raise PUError(
+                        "--performance-report needs bokeh: pip install 'pulsnar-dask[diagnostics]'"
+                    ) from None
+            report_context = (
+                performance_report(filename=args.performance_report)
+                if args.performance_report
+                else contextlib.nullcontext()
+            )
             with report_context:
                 result = run_job(
                     client,
@@ -463,8 +465,8 @@ def _run(args: argparse.Namespace) -> dict:
                 output.write_summary(summary)
                 _stop_if_signalled()
                 output.commit()
-        finally:
-            output.discard_staging()
+    finally:
+        output.discard_staging()
     return summary
 
 
@@ -482,14 +484,14 @@ def _score(args: argparse.Namespace) -> dict:
     output = RunOutput(args.out, storage_options, overwrite=args.overwrite)
     output.check_apart_from(args.model, "model")
     output.check_apart_from(args.input)
-    output.prepare()
     model = read_model(args.model, storage_options)
-    with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
-        frame, id_col = read_rows_to_score(
-            args.input, model.schema, args.id_col, storage_options, client
-        )
-        scores, totals = scored_rows(client, frame, id_col, model)
-        try:
+    output.prepare()
+    try:  # the location is this run's from here: released whatever happens
+        with connect(args.scheduler, args.cluster_config, args.n_workers, args.dashboard) as client:
+            frame, id_col = read_rows_to_score(
+                args.input, model.schema, args.id_col, storage_options, client
+            )
+            scores, totals = scored_rows(client, frame, id_col, model)
             logger.info("scoring %s with the model at %s", args.input, args.model)
             with _writing(args.out):
                 url, totals = output.write_frame(client, scores, compute_with=totals)
@@ -516,8 +518,8 @@ def _score(args: argparse.Namespace) -> dict:
                 output.write_summary(summary)
                 _stop_if_signalled()
                 output.commit()
-        finally:
-            output.discard_staging()
+    finally:
+        output.discard_staging()
     return summary
 
 

@@ -1,18 +1,24 @@
 """Writing a run's outputs to a local directory or an fsspec URL, safely.
 
-Every file of a run (the predictions, written by the workers, the model, the report and
-its plots, ``summary.json``) is written under a staging folder inside the output
-location; :meth:`RunOutput.commit` moves them into place at the end, ``summary.json``
-last, so a location without ``summary.json`` is visibly an unfinished run. A failed or
-interrupted run leaves the location as it found it: with ``overwrite``, the previous
-run stays whole until the new one is complete.
+One run at a time writes at an output location: :meth:`RunOutput.prepare` creates its
+``_running.json`` exclusively (an exclusive create locally, a conditional put on object
+storage), and a second run there is refused until the first has ended. Every file of a
+run (the predictions, written by the workers, the model, the report and its plots,
+``summary.json``) is written under a staging folder inside the output location;
+:meth:`RunOutput.commit` moves them into place at the end, ``summary.json`` last, so a
+location without ``summary.json`` is visibly an unfinished run. A failed or interrupted
+run leaves the location as it found it: with ``overwrite``, the previous run stays whole
+until the new one is complete.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import logging
+import os
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +41,7 @@ SUMMARY = "summary.json"
 PREDICTIONS = "predictions"
 STAGING_PREFIX = "_staging-"
 PREVIOUS_PREFIX = "_previous-"  # an older run's files, set aside while a run commits
-PROBE_PREFIX = ".write-check-"
+LOCK = "_running.json"  # the run writing at the location: host, pid, start, token
 # The report and its plots (pulsnar_dask.report.CAPTIONS names the same plots).
 REPORT_FILES = ("report.html", "densities.png", "objective.png", "bic.png", "calibration.png")
 
@@ -46,7 +52,7 @@ def is_run_entry(name: str) -> bool:
     from pulsnar_dask.io import MODEL_DIR
 
     return name in (SUMMARY, PREDICTIONS, MODEL_DIR, *REPORT_FILES) or name.startswith(
-        (STAGING_PREFIX, PREVIOUS_PREFIX, PROBE_PREFIX)
+        (STAGING_PREFIX, PREVIOUS_PREFIX, LOCK)  # and a lock being taken over
     )
 
 
@@ -72,7 +78,8 @@ class RunOutput:
         except (ImportError, ValueError) as exc:
             raise PUError(f"cannot use output location {url}: {exc}") from None
         self.path = self.path.rstrip("/")
-        self.staging = f"{self.path}/{STAGING_PREFIX}{uuid.uuid4().hex[:12]}"
+        self.token = uuid.uuid4().hex[:12]  # names this run's staging and its lock
+        self.staging = f"{self.path}/{STAGING_PREFIX}{self.token}"
         self._created: str | None = None  # the top folder this run creates (see prepare)
 
     def _url(self, path: str) -> str:
@@ -110,11 +117,33 @@ class RunOutput:
 
     def prepare(self) -> None:
         """Refuse a finished run unless overwriting, a location holding files that are
-        not a run's, and a location that cannot be written.
+        not a run's, and a location that cannot be written; then take the location for
+        this run (:data:`LOCK`), or refuse it while another run holds it.
 
-        Writing is tried with an empty probe file, removed at once with the folders the
-        probe created: nothing stays until the run commits.
+        The location is checked again once taken, for a run that finished meanwhile.
+        Only ``_running.json`` (and the folders of a new location) are written, and
+        :meth:`discard_staging` removes them.
         """
+        self._check_entries()
+        top = self._first_missing_folder()
+        try:
+            if isinstance(self.fs, LocalFileSystem):  # object stores have no folders
+                self.fs.makedirs(self.path, exist_ok=True)
+            claimed = self._claim()
+        except Exception as exc:
+            self._remove_empty(top)
+            raise PUError(f"cannot write to output location {self.url}: {exc}") from None
+        if not claimed:
+            self._remove_empty(top)
+            raise PUError(self._in_use())
+        self._created = top
+        try:
+            self._check_entries()
+        except PUError:
+            self.discard_staging()
+            raise
+
+    def _check_entries(self) -> None:
         try:
             existed = self.fs.exists(self.path)
             entries = self._entries() if existed else []
@@ -136,7 +165,7 @@ class RunOutput:
         # a run killed outright (SIGKILL, a lost node) leaves its staged files; they may
         # be large, and they are another run's, so they are named, not removed
         stale = sorted(n for n in entries if n.startswith((STAGING_PREFIX, PREVIOUS_PREFIX)))
-        if stale:
+        if stale and self._created is None:
             logger.warning(
                 "%s holds %d folder(s) an interrupted run left (%s); they are kept: remove "
                 "them when no run is writing there",
@@ -144,18 +173,108 @@ class RunOutput:
                 len(stale),
                 ", ".join(stale[:3]) + (", ..." if len(stale) > 3 else ""),
             )
-        probe = f"{self.path}/{PROBE_PREFIX}{uuid.uuid4().hex[:12]}"
-        top = self._first_missing_folder()
+
+    @property
+    def _lock(self) -> str:
+        return f"{self.path}/{LOCK}"
+
+    def _claim(self) -> bool:
+        """Create :data:`LOCK` exclusively; ``False`` where another run holds it. A lock
+        this host's run left when it was killed (its process is gone) is taken over,
+        locally only: a rename lets one taker win."""
+        holder = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "token": self.token,
+        }
+        if self._create_exclusive(json.dumps(holder).encode()):
+            return True
+        held = self._holder()
+        local = isinstance(self.fs, LocalFileSystem)
+        if not (local and held and held.get("host") == holder["host"] and _gone(held.get("pid"))):
+            return False
+        logger.warning(
+            "%s was held by process %s, which ended without releasing it; taking it over",
+            self.url,
+            held["pid"],
+        )
+        aside = f"{self._lock}.stale-{self.token}"
         try:
-            if isinstance(self.fs, LocalFileSystem):  # object stores have no folders
-                self.fs.makedirs(self.path, exist_ok=True)
-            self.fs.pipe_file(probe, b"")
-            self.fs.rm(probe)
-        except Exception as exc:
-            self._remove(top)
-            raise PUError(f"cannot write to output location {self.url}: {exc}") from None
-        self._remove(top)
-        self._created = top
+            os.rename(self._lock, aside)
+        except FileNotFoundError:
+            return False  # another run took it over first
+        with open(aside, "rb") as f:
+            moved = json.loads(f.read() or b"{}")
+        if moved.get("token") != held.get("token"):  # another run's new lock: put back
+            with contextlib.suppress(FileExistsError):
+                os.link(aside, self._lock)
+            os.remove(aside)
+            return False
+        os.remove(aside)
+        return self._create_exclusive(json.dumps(holder).encode())
+
+    def _create_exclusive(self, data: bytes) -> bool:
+        if isinstance(self.fs, LocalFileSystem):
+            try:
+                with open(self._lock, "xb") as f:
+                    f.write(data)
+            except FileExistsError:
+                return False
+            return True
+        try:
+            self.fs.pipe_file(self._lock, data, mode="create")  # a conditional put
+        except FileExistsError:
+            return False
+        except (TypeError, NotImplementedError):  # a filesystem with no exclusive write
+            logger.warning("%s cannot create files exclusively: a second run started at "
+                           "once could also claim the location", self.url)  # fmt: skip
+            if self.fs.exists(self._lock):
+                return False
+            self.fs.pipe_file(self._lock, data)
+        return True
+
+    def _holder(self) -> dict[str, Any] | None:
+        """The run :data:`LOCK` names (``None``: gone, or not readable yet)."""
+        try:
+            held = json.loads(self.fs.cat_file(self._lock))
+        except (FileNotFoundError, ValueError):
+            return None
+        return held if isinstance(held, dict) else None
+
+    def _in_use(self) -> str:
+        held = self._holder() or {}
+        who = (
+            f"process {held.get('pid')} on {held.get('host')}, since {held.get('started')}"
+            if held
+            else "a run starting now"
+        )
+        return (
+            f"{self.url} is in use by another run ({who}); wait for it to end, or remove "
+            f"{self._url(self._lock)} if no run is writing there"
+        )
+
+    def _release(self) -> None:
+        """Remove :data:`LOCK` where it is this run's."""
+        held = self._holder()
+        if held is not None and held.get("token") == self.token:
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.rm(self._lock)
+
+    def _remove_empty(self, top: str | None) -> None:
+        """Remove the folders of a new local location, from the location up to ``top``,
+        each only while it is empty (another run may have begun there)."""
+        if top is None:
+            return
+        path = Path(self.path)
+        while True:
+            try:
+                path.rmdir()
+            except OSError:
+                return
+            if str(path) == top:
+                return
+            path = path.parent
 
     def _first_missing_folder(self) -> str | None:
         """The outermost folder of a local location that does not exist yet (what
@@ -294,8 +413,8 @@ class RunOutput:
         object by object.
         """
         staged = set(self._entries(self.staging))
-        aside = f"{self.path}/{PREVIOUS_PREFIX}{self.staging.rsplit(STAGING_PREFIX, 1)[-1]}"
-        transient = (STAGING_PREFIX, PREVIOUS_PREFIX, PROBE_PREFIX)
+        aside = f"{self.path}/{PREVIOUS_PREFIX}{self.token}"
+        transient = (STAGING_PREFIX, PREVIOUS_PREFIX, LOCK)
         older = [n for n in self._entries() if is_run_entry(n) and not n.startswith(transient)]
         older = sorted(older, key=lambda n: n != SUMMARY)  # the summary first
         moved: list[str] = []
@@ -339,7 +458,21 @@ class RunOutput:
         created for the location when it left nothing there."""
         try:
             self._remove(self.staging)
-            if self._created is not None and self.fs.exists(self.path) and not self._entries():
-                self._remove(self._created)
+            self._release()
+            if self._created is not None:
+                self._remove_empty(self._created)
         except Exception:
             logger.warning("could not remove %s", self.staging)
+
+
+def _gone(pid: Any) -> bool:
+    """Whether no process of this host has the id ``pid``."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's process
+        return False
+    return False

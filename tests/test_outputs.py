@@ -1,11 +1,13 @@
 """A run's output location: everything staged, moved into place only when complete."""
 
 import json
+import os
+import socket
 
 import pytest
 
 from pulsnar_dask.errors import PUError
-from pulsnar_dask.outputs import RunOutput
+from pulsnar_dask.outputs import RunOutput, is_run_entry
 
 
 def _finished_run(path):
@@ -124,9 +126,97 @@ def test_hidden_files_and_an_object_stores_folder_marker_are_not_in_the_way(tmp_
 
 def test_folders_created_for_a_new_location_go_when_the_run_leaves_nothing(tmp_path):
     out = RunOutput(str(tmp_path / "a" / "b" / "c"))
-    out.prepare()
-    assert not (tmp_path / "a").exists()  # the probe's folders go with it
+    out.prepare()  # the run holds the new location: its lock, nothing else
+    assert [p.name for p in (tmp_path / "a" / "b" / "c").iterdir()] == ["_running.json"]
     out.write_bytes("report.html", b"<html></html>")
     assert (tmp_path / "a" / "b" / "c").is_dir()
     out.discard_staging()  # a failure before the commit
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def _holders(path):
+    return json.loads((path / "_running.json").read_text())
+
+
+def test_one_run_at_a_time_holds_a_location(tmp_path):
+    """The second run is refused in one line naming the first, and touches nothing; the
+    location is free again once the first has ended, whether it committed or not."""
+    first = RunOutput(str(tmp_path / "run"))
+    first.prepare()
+    held = _holders(tmp_path / "run")
+    assert held["pid"] == os.getpid() and held["host"] == socket.gethostname()
+    second = RunOutput(str(tmp_path / "run"), overwrite=True)
+    with pytest.raises(PUError, match=rf"is in use by another run \(process {os.getpid()} on "):
+        second.prepare()
+    assert _holders(tmp_path / "run") == held  # the holder's lock untouched
+    second.discard_staging()  # as the command line does on any exit
+    assert _holders(tmp_path / "run") == held
+    first.write_summary({"alpha": 0.2})
+    first.commit()
+    first.discard_staging()
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["summary.json"]
+    third = RunOutput(str(tmp_path / "run"), overwrite=True)
+    third.prepare()  # free again
+    third.discard_staging()
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["summary.json"]
+
+
+def test_a_lock_left_by_a_killed_run_of_this_host_is_taken_over(tmp_path, caplog):
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    (tmp_path / "run").mkdir()
+    left = {"host": socket.gethostname(), "pid": int(gone.stdout), "started": "then", "token": "x"}
+    (tmp_path / "run" / "_running.json").write_text(json.dumps(left))
+    out = RunOutput(str(tmp_path / "run"))
+    out.prepare()
+    assert "ended without releasing it; taking it over" in caplog.text
+    assert _holders(tmp_path / "run")["pid"] == os.getpid()
+    out.discard_staging()
+    assert not (tmp_path / "run" / "_running.json").exists()
+
+
+def test_a_lock_of_another_host_or_a_live_process_is_never_taken(tmp_path):
+    """Whether another host's run is alive cannot be told from here: the run is refused,
+    told which file to remove if no run writes there."""
+    (tmp_path / "run").mkdir()
+    for held in (
+        {"host": "node-7", "pid": 1, "started": "2026-12-01T10:00:00+00:00", "token": "y"},
+        {"host": socket.gethostname(), "pid": os.getpid(), "started": "now", "token": "z"},
+    ):
+        (tmp_path / "run" / "_running.json").write_text(json.dumps(held))
+        with pytest.raises(PUError, match=f"process {held['pid']} on {held['host']}") as err:
+            RunOutput(str(tmp_path / "run")).prepare()
+        assert f"remove {tmp_path / 'run' / '_running.json'} if no run is writing" in str(err.value)
+        assert _holders(tmp_path / "run") == held
+
+
+def test_two_runs_started_together_into_one_location(tmp_path):
+    """Two real processes of the command line: one run ends whole at the location, the
+    other is refused in one line (while the first holds the location, or, had it
+    already finished, because a finished run is there) and leaves no file of its own."""
+    import subprocess
+    import sys
+
+    from pulsnar_dask import make_pu_data
+    from pulsnar_dask.io import write_pu_parquet
+
+    data = make_pu_data("scar", 200, 800, 4, 0.25, random_state=0)
+    write_pu_parquet(data.split(2), tmp_path / "data.parquet")
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "pulsnar_dask", "run", "--input", str(tmp_path / "data.parquet"),
+            "--out", str(out), "--method", "pulscar", "--n-workers", "1", "--n-rounds", "10",
+            "--interval-resamples", "0", "--quiet"]  # fmt: skip
+    runs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]  # fmt: skip
+    done = [(p.wait(timeout=300), *p.communicate()) for p in runs]
+    assert sorted(status for status, _, _ in done) == [0, 2], done
+    (_, stdout, _), (_, _, err) = sorted(done, key=lambda d: d[0])
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "is in use by another run" in err or "already holds a finished run" in err
+    assert json.loads((out / "summary.json").read_text()) == json.loads(stdout.splitlines()[-1])
+    names = {p.name for p in out.iterdir()}
+    assert {"summary.json", "model", "predictions", "report.html"} <= names
+    assert all(is_run_entry(n) and not n.startswith(("_", ".")) for n in names), names

@@ -131,7 +131,7 @@ def test_an_output_bucket_that_does_not_exist_is_refused_before_any_work(s3_env,
     buckets = {b["Name"] for b in s3_env.list_buckets()["Buckets"]}
     assert "no-such-bucket" not in buckets
     keys = {o["Key"] for o in s3_env.list_objects_v2(Bucket="pu-test")["Contents"]}
-    assert not any("write-check" in k for k in keys)
+    assert not any("_running.json" in k for k in keys)
 
 
 def test_storage_that_cannot_be_reached_gets_one_line(s3_env, tmp_path, capsys):
@@ -146,3 +146,25 @@ def test_storage_that_cannot_be_reached_gets_one_line(s3_env, tmp_path, capsys):
     assert "cannot reach s3://pu-test/input/data" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not out.exists()
+
+
+def test_one_run_at_a_time_holds_an_object_store_location(s3_env):
+    """The lock is a conditional put (If-None-Match): a second run is refused while the
+    first holds the prefix, and neither leaves an object behind."""
+    from pulsnar_dask.errors import PUError
+    from pulsnar_dask.outputs import RunOutput
+
+    first = RunOutput("s3://pu-test/runs/locked")
+    first.prepare()
+    keys = [o["Key"] for o in s3_env.list_objects_v2(Bucket="pu-test")["Contents"]]
+    assert keys == ["runs/locked/_running.json"]
+    second = RunOutput("s3://pu-test/runs/locked")
+    with pytest.raises(PUError, match="s3://pu-test/runs/locked is in use by another run"):
+        second.prepare()
+    second.discard_staging()
+    assert [o["Key"] for o in s3_env.list_objects_v2(Bucket="pu-test")["Contents"]] == keys
+    first.write_summary({"alpha": 0.2})
+    first.commit()
+    first.discard_staging()
+    keys = [o["Key"] for o in s3_env.list_objects_v2(Bucket="pu-test")["Contents"]]
+    assert keys == ["runs/locked/summary.json"]
