@@ -1,8 +1,9 @@
 """Writing a run's outputs to a local directory or an fsspec URL, safely.
 
 One run at a time writes at an output location: :meth:`RunOutput.prepare` creates its
-``_running.json`` exclusively (an exclusive create locally, a conditional put on object
-storage), and a second run there is refused until the first has ended. Every file of a
+``_running.json`` exclusively (a hard link locally, a conditional put on S3; other
+stores warn that they cannot), and a second run there is refused until the first has
+ended. Every file of a
 run (the predictions, written by the workers, the model, the report and its plots,
 ``summary.json``) is written under a staging folder inside the output location;
 :meth:`RunOutput.commit` moves them into place at the end, ``summary.json`` last, so a
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import json
 import logging
 import os
@@ -82,9 +84,13 @@ class RunOutput:
         self.staging = f"{self.path}/{STAGING_PREFIX}{self.token}"
         self._created: str | None = None  # the top folder this run creates (see prepare)
 
+    @property
+    def _protocol(self) -> str:
+        protocol = self.fs.protocol
+        return protocol if isinstance(protocol, str) else protocol[0]
+
     def _url(self, path: str) -> str:
-        protocol = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
-        return path if protocol in ("file", "local") else f"{protocol}://{path}"
+        return path if self._protocol in ("file", "local") else f"{self._protocol}://{path}"
 
     def _entries(self, folder: str | None = None) -> list[str]:
         """Names directly under ``folder`` (default: the location; none when it does not
@@ -124,7 +130,7 @@ class RunOutput:
         Only ``_running.json`` (and the folders of a new location) are written, and
         :meth:`discard_staging` removes them.
         """
-        self._check_entries()
+        self._check_entries(warn=False)
         top = self._first_missing_folder()
         try:
             if isinstance(self.fs, LocalFileSystem):  # object stores have no folders
@@ -138,12 +144,15 @@ class RunOutput:
             raise PUError(self._in_use())
         self._created = top
         try:
-            self._check_entries()
+            self._check_entries(warn=True)
         except PUError:
             self.discard_staging()
             raise
 
-    def _check_entries(self) -> None:
+    def _check_entries(self, warn: bool) -> None:
+        """Refuse what :meth:`prepare` refuses; ``warn``: name the folders an interrupted
+        run left (only once the location is this run's: before, they may be the
+        holder's)."""
         try:
             existed = self.fs.exists(self.path)
             entries = self._entries() if existed else []
@@ -165,7 +174,7 @@ class RunOutput:
         # a run killed outright (SIGKILL, a lost node) leaves its staged files; they may
         # be large, and they are another run's, so they are named, not removed
         stale = sorted(n for n in entries if n.startswith((STAGING_PREFIX, PREVIOUS_PREFIX)))
-        if stale and self._created is None:
+        if stale and warn:
             logger.warning(
                 "%s holds %d folder(s) an interrupted run left (%s); they are kept: remove "
                 "them when no run is writing there",
@@ -179,59 +188,53 @@ class RunOutput:
         return f"{self.path}/{LOCK}"
 
     def _claim(self) -> bool:
-        """Create :data:`LOCK` exclusively; ``False`` where another run holds it. A lock
-        this host's run left when it was killed (its process is gone) is taken over,
-        locally only: a rename lets one taker win."""
+        """Create :data:`LOCK` exclusively, whole; ``False`` where another run holds it."""
         holder = {
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "token": self.token,
         }
-        if self._create_exclusive(json.dumps(holder).encode()):
-            return True
-        held = self._holder()
-        local = isinstance(self.fs, LocalFileSystem)
-        if not (local and held and held.get("host") == holder["host"] and _gone(held.get("pid"))):
-            return False
-        logger.warning(
-            "%s was held by process %s, which ended without releasing it; taking it over",
-            self.url,
-            held["pid"],
-        )
-        aside = f"{self._lock}.stale-{self.token}"
-        try:
-            os.rename(self._lock, aside)
-        except FileNotFoundError:
-            return False  # another run took it over first
-        with open(aside, "rb") as f:
-            moved = json.loads(f.read() or b"{}")
-        if moved.get("token") != held.get("token"):  # another run's new lock: put back
-            with contextlib.suppress(FileExistsError):
-                os.link(aside, self._lock)
-            os.remove(aside)
-            return False
-        os.remove(aside)
-        return self._create_exclusive(json.dumps(holder).encode())
-
-    def _create_exclusive(self, data: bytes) -> bool:
+        data = json.dumps(holder).encode()
         if isinstance(self.fs, LocalFileSystem):
+            # written whole beside it, then linked: the link fails where a lock exists,
+            # and no reader ever sees a part of one
+            whole = f"{self._lock}.{self.token}"
             try:
-                with open(self._lock, "xb") as f:
+                with open(whole, "xb") as f:
                     f.write(data)
+                os.link(whole, self._lock)
             except FileExistsError:
                 return False
+            except OSError as exc:  # a filesystem with no hard links: created in place
+                if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                    raise
+                try:
+                    with open(self._lock, "xb") as f:
+                        f.write(data)
+                except FileExistsError:
+                    return False
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(whole)
             return True
-        try:
-            self.fs.pipe_file(self._lock, data, mode="create")  # a conditional put
-        except FileExistsError:
-            return False
-        except (TypeError, NotImplementedError):  # a filesystem with no exclusive write
-            logger.warning("%s cannot create files exclusively: a second run started at "
-                           "once could also claim the location", self.url)  # fmt: skip
-            if self.fs.exists(self._lock):
+        if self._protocol in ("s3", "s3a"):
+            try:
+                self.fs.pipe_file(self._lock, data, mode="create")  # If-None-Match: *
+                return True
+            except FileExistsError:
                 return False
-            self.fs.pipe_file(self._lock, data)
+            except OSError as exc:  # a store that does not do conditional writes
+                if exc.errno not in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                    raise
+        logger.warning(
+            "%s cannot be claimed exclusively on this storage: a run started there at the "
+            "same moment could write beside this one",
+            self.url,
+        )
+        if self.fs.exists(self._lock):
+            return False
+        self.fs.pipe_file(self._lock, data)
         return True
 
     def _holder(self) -> dict[str, Any] | None:
@@ -244,14 +247,18 @@ class RunOutput:
 
     def _in_use(self) -> str:
         held = self._holder() or {}
-        who = (
-            f"process {held.get('pid')} on {held.get('host')}, since {held.get('started')}"
-            if held
-            else "a run starting now"
-        )
+        lock = self._url(self._lock)
+        if not held:
+            return f"{self.url} is in use by a run starting now ({lock})"
+        who = f"process {held.get('pid')} on {held.get('host')}, since {held.get('started')}"
+        if held.get("host") == socket.gethostname() and _gone(held.get("pid")):
+            return (
+                f"{self.url} was claimed by {who}, which has ended without releasing it "
+                f"(killed?): remove {lock} once you are sure no run writes there"
+            )
         return (
             f"{self.url} is in use by another run ({who}); wait for it to end, or remove "
-            f"{self._url(self._lock)} if no run is writing there"
+            f"{lock} if no run is writing there"
         )
 
     def _release(self) -> None:
@@ -454,15 +461,19 @@ class RunOutput:
             self.fs.mv(source, target)
 
     def discard_staging(self) -> None:
-        """Remove the staging folder (after success or failure), and the folders this run
-        created for the location when it left nothing there."""
+        """Remove the staging folder (after success or failure), release the location
+        (:data:`LOCK`, where it is this run's), and remove the folders this run created
+        for the location where it left nothing there."""
         try:
             self._remove(self.staging)
+        except Exception:
+            logger.warning("could not remove %s", self.staging)
+        try:
             self._release()
             if self._created is not None:
                 self._remove_empty(self._created)
         except Exception:
-            logger.warning("could not remove %s", self.staging)
+            logger.warning("could not remove %s: remove it once the run has ended", self._lock)
 
 
 def _gone(pid: Any) -> bool:

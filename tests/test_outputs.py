@@ -161,7 +161,10 @@ def test_one_run_at_a_time_holds_a_location(tmp_path):
     assert [p.name for p in (tmp_path / "run").iterdir()] == ["summary.json"]
 
 
-def test_a_lock_left_by_a_killed_run_of_this_host_is_taken_over(tmp_path, caplog):
+def test_a_lock_left_by_a_killed_run_is_named_not_taken(tmp_path):
+    """A run killed outright leaves its lock: the next run is told that its process has
+    ended and which file to remove, and removes nothing itself (two runs taking over one
+    lock at once could each remove the other's)."""
     import subprocess
     import sys
 
@@ -171,11 +174,12 @@ def test_a_lock_left_by_a_killed_run_of_this_host_is_taken_over(tmp_path, caplog
     left = {"host": socket.gethostname(), "pid": int(gone.stdout), "started": "then", "token": "x"}
     (tmp_path / "run" / "_running.json").write_text(json.dumps(left))
     out = RunOutput(str(tmp_path / "run"))
-    out.prepare()
-    assert "ended without releasing it; taking it over" in caplog.text
-    assert _holders(tmp_path / "run")["pid"] == os.getpid()
+    with pytest.raises(PUError, match="which has ended without releasing it") as err:
+        out.prepare()
+    assert f"remove {tmp_path / 'run' / '_running.json'} once you are sure" in str(err.value)
     out.discard_staging()
-    assert not (tmp_path / "run" / "_running.json").exists()
+    assert [p.name for p in (tmp_path / "run").iterdir()] == ["_running.json"]
+    assert _holders(tmp_path / "run") == left
 
 
 def test_a_lock_of_another_host_or_a_live_process_is_never_taken(tmp_path):
@@ -187,10 +191,13 @@ def test_a_lock_of_another_host_or_a_live_process_is_never_taken(tmp_path):
         {"host": socket.gethostname(), "pid": os.getpid(), "started": "now", "token": "z"},
     ):
         (tmp_path / "run" / "_running.json").write_text(json.dumps(held))
-        with pytest.raises(PUError, match=f"process {held['pid']} on {held['host']}") as err:
+        with pytest.raises(
+            PUError, match=f"in use by another run \\(process {held['pid']} on"
+        ) as err:
             RunOutput(str(tmp_path / "run")).prepare()
         assert f"remove {tmp_path / 'run' / '_running.json'} if no run is writing" in str(err.value)
         assert _holders(tmp_path / "run") == held
+        assert [p.name for p in (tmp_path / "run").iterdir()] == ["_running.json"]
 
 
 def test_two_runs_started_together_into_one_location(tmp_path):
