@@ -130,38 +130,47 @@ def check_speaks_dask(address: str, timeout: float) -> None:
         Naming the address: unreachable, silent, or answering in another protocol.
     """
     from distributed.comm.addressing import parse_address, parse_host_port
-    from distributed.comm.registry import backends
+    from distributed.comm.registry import backends, get_backend
 
     try:
         scheme, location = parse_address(address)
         host, port = parse_host_port(location, default_port=8786)
     except ValueError as exc:
         raise PUError(f"{address!r} is not a scheduler address: {exc}") from None
-    if scheme not in backends:
+    try:
+        get_backend(scheme)  # the registered schemes and distributed's plugins
+    except ValueError:
         raise PUError(
             f"{address!r} is not a scheduler address: Dask speaks {', '.join(sorted(backends))}, "
             f"not {scheme} (a scheduler's address reads tcp://host:8786)"
-        )
+        ) from None
     if scheme != "tcp":
         return
-    header = b""
+    deadline = time.monotonic() + timeout
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as exc:  # refused, unreachable, or no answer in time
+        raise PUError(
+            f"cannot reach the Dask scheduler at {address} within {timeout:g} s: {exc}"
+        ) from None
+    header = b""
+    with sock:
+        try:
             while len(header) < 8:
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
                 chunk = sock.recv(8 - len(header))
                 if not chunk:
                     break
                 header += chunk
-    except TimeoutError:
-        if not header:
-            raise PUError(
-                f"{address} accepts connections but sent no Dask handshake within "
-                f"{timeout:g} s: is it a Dask scheduler (not a web server or another service)?"
-            ) from None
-    except OSError as exc:
-        raise PUError(
-            f"cannot reach the Dask scheduler at {address} within {timeout:g} s: {exc}"
-        ) from None
+        except TimeoutError:
+            if not header:
+                raise PUError(
+                    f"{address} accepts connections but sent no Dask handshake within "
+                    f"{timeout:g} s: is it a Dask scheduler (not a web server or another "
+                    "service)?"
+                ) from None
+        except OSError:
+            pass  # reset by the other end: refused below as another protocol
     if len(header) < 8 or struct.unpack("<Q", header)[0] > HANDSHAKE_MAX_BYTES:
         raise PUError(
             f"{address} answers, but not as a Dask scheduler (it sent {header!r}): "
