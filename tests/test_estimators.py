@@ -187,6 +187,8 @@ def test_bad_options():
         PULSNAR(xgb_params={"objective": "binary:logitraw"}).fit(d.X, d.label)
     with pytest.raises(ValueError, match="num_target makes several outputs a row"):
         PULSCAR(xgb_params={"num_target": 2}).fit(d.X, d.label)
+    with pytest.raises(ValueError, match="random_state is not yours to set"):  # seed's alias
+        PULSCAR(xgb_params={"random_state": 7}).fit(d.X, d.label)
     dart = {"objective": "binary:logistic", "booster": "dart", "eval_metric": "auc"}
     assert 0 < PULSCAR(xgb_params=dart, interval_resamples=0).fit(d.X, d.label).alpha_ < 1
     # a numpy seed is a seed (the mixtures' seeds are made from it without overflow)

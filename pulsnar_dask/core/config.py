@@ -103,6 +103,7 @@ def check_learned_params(xgb_params: Mapping[str, Any]) -> None:
     set_by_method = {
         "scale_pos_weight": "the method weights each model's positives by its own rows",
         "seed": "XGBoost's seed follows --seed (random_state)",
+        "random_state": "XGBoost's seed follows --seed (random_state)",  # seed's alias
     }
     for name, reason in set_by_method.items():
         if name in xgb_params:
