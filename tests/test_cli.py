@@ -901,6 +901,10 @@ def test_an_address_that_is_not_a_dask_scheduler_gets_one_line(
     assert message in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not out.exists()
+    from distributed import default_client
+
+    with pytest.raises(ValueError):  # no half-started client left as the default
+        default_client()
 
 
 def test_a_true_label_column_never_becomes_a_feature(tmp_path, caplog):

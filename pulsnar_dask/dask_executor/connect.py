@@ -178,6 +178,19 @@ def check_speaks_dask(address: str, timeout: float) -> None:
         )
 
 
+def _close_failed_client() -> None:
+    """Close a client whose start failed: it stays the process's default client (still
+    "connecting"), and every later Dask computation in the process would wait on it."""
+    from distributed import default_client
+
+    try:
+        failed = default_client()
+    except ValueError:  # none was left
+        return
+    if failed.status not in ("running", "closed"):
+        failed.close()
+
+
 @contextlib.contextmanager
 def connect(
     scheduler: str | None = None,
@@ -227,10 +240,12 @@ def connect(
         try:
             client = Client(target, timeout=CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
+            _close_failed_client()
             raise PUError(
                 f"cannot reach the Dask scheduler at {target} within {CONNECT_TIMEOUT_S} s: {exc}"
             ) from None
         except (TypeError, ValueError) as exc:  # e.g. tls:// without its certificates
+            _close_failed_client()
             raise PUError(f"cannot connect to the Dask scheduler at {target}: {exc}") from None
         try:
             yield client
