@@ -3,13 +3,12 @@
 One run at a time writes at an output location: :meth:`RunOutput.prepare` creates its
 ``_running.json`` exclusively (a hard link locally, a conditional put on S3; other
 stores warn that they cannot), and a second run there is refused until the first has
-ended. Every file of a
-run (the predictions, written by the workers, the model, the report and its plots,
-``summary.json``) is written under a staging folder inside the output location;
-:meth:`RunOutput.commit` moves them into place at the end, ``summary.json`` last, so a
-location without ``summary.json`` is visibly an unfinished run. A failed or interrupted
-run leaves the location as it found it: with ``overwrite``, the previous run stays whole
-until the new one is complete.
+ended. Every file of a run (the predictions, written by the workers, the model, the
+report and its plots, ``summary.json``) is written under a staging folder inside the
+output location; :meth:`RunOutput.commit` moves them into place at the end,
+``summary.json`` last, so a location without ``summary.json`` is visibly an unfinished
+run. A failed or interrupted run leaves the location as it found it: with ``overwrite``,
+the previous run stays whole until the new one is complete.
 """
 
 from __future__ import annotations
@@ -54,7 +53,7 @@ def is_run_entry(name: str) -> bool:
     from pulsnar_dask.io import MODEL_DIR
 
     return name in (SUMMARY, PREDICTIONS, MODEL_DIR, *REPORT_FILES) or name.startswith(
-        (STAGING_PREFIX, PREVIOUS_PREFIX, LOCK)  # and a lock being taken over
+        (STAGING_PREFIX, PREVIOUS_PREFIX, LOCK)  # and a lock being written whole
     )
 
 

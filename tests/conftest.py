@@ -46,3 +46,13 @@ def fresh_client():
     process, which starts a cluster of its own (a second local cluster alive in the same
     process has hung xgboost.dask's matrix building and the cluster's close)."""
     yield from _local_client()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A real external cluster: a scheduler and two worker processes started as
+    separate commands (:class:`~pulsnar_dask.dask_executor.connect.ProcessCluster`)."""
+    from pulsnar_dask.dask_executor.connect import ProcessCluster
+
+    with ProcessCluster(tmp_path_factory.mktemp("cluster"), n_workers=2) as c:
+        yield c

@@ -10,12 +10,6 @@ pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with ProcessCluster(tmp_path_factory.mktemp("cluster"), n_workers=2) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     root = tmp_path_factory.mktemp("data")
     true_alpha = small_snar(root / "one.parquet", partitions=1).true_alpha

@@ -18,7 +18,6 @@ from distributed import Client, futures_of, wait
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.dask_executor.connect import ProcessCluster
 from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.dask_executor.partitions import stored, with_row_ids
 from pulsnar_dask.io import read_pu_parquet, write_pu_parquet
@@ -33,12 +32,6 @@ CHOICES = {  # what a user keeps as features; files hold six, label, true_label,
 }
 LAYOUTS = (1, 2, 4, 8)  # files
 FAST = {"n_rounds": 20, "interval_resamples": 0}
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with ProcessCluster(tmp_path_factory.mktemp("cluster"), n_workers=2) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def stored(client: Client, frame: dd.DataFrame) -> tuple[dd.DataFrame, list[Futu
     return _rebuilt(futures, frame._meta), futures
 
 
-def _with_ids(part: pd.DataFrame, id_col: str, start: int) -> pd.DataFrame:
+def _numbered(part: pd.DataFrame, id_col: str, start: int) -> pd.DataFrame:
     return part.assign(**{id_col: np.arange(start, start + len(part), dtype=np.int64)})
 
 
@@ -66,9 +66,9 @@ def with_row_ids(frame: dd.DataFrame, id_col: str, client: Client | None = None)
     else:
         counts = dask.compute(*lengths)
     starts = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)
-    with_ids = dask.delayed(_with_ids)
-    meta = _with_ids(frame._meta, id_col, 0)
+    numbered = dask.delayed(_numbered)
+    meta = _numbered(frame._meta, id_col, 0)
     return _rebuilt(
-        [with_ids(part, id_col, int(start)) for part, start in zip(parts, starts, strict=True)],
+        [numbered(part, id_col, int(start)) for part, start in zip(parts, starts, strict=True)],
         meta,
     )
