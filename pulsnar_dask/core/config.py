@@ -307,7 +307,7 @@ class PUConfig:
         flag="--cluster-selection",
     )
     claim_overlap: float = option(
-        0.3,
+        1.0,
         "PULSNAR clusters whose claimed unlabeled rows (each cluster's top alpha_c |U|) "
         "overlap by more than this share of the smaller claim count as one subtype: "
         "their claims are united, not summed. 1: always summed (the paper); 0: united "
@@ -327,7 +327,7 @@ class PUConfig:
         flag="--valley-depth",
     )
     cluster_split: float | None = option(
-        0.2,
+        None,
         "Split a PULSNAR cluster in two where a two-component mixture fits its positives "
         "better (lower BIC) and its subproblem's probabilities tell the two halves' labeled "
         "positives apart, their AUC farther than this from 0.5: the halves hide positives "

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,8 @@ from pulsnar_dask.core.subproblem import (
 )
 
 INTERVAL_READERS = ("kernel", "tail")
+# Resamples method="auto" draws to weigh its clusters where no interval is asked for.
+DEFAULT_RESAMPLES = 30
 Z_95 = 1.959963984540054
 
 
@@ -56,12 +58,54 @@ class AlphaInterval:
         Fractions of the unlabeled rows, in [0, 1].
     readings : dict
         ``"<assumption> <reader>"`` (e.g. ``"pulsnar kernel"``) -> ``(alpha, sd)``: the
-        reading on the collected probabilities and its bootstrap standard deviation.
+        reading on the collected probabilities and its bootstrap standard deviation,
+        for every assumption computed.
+    spanned : tuple of str
+        The assumptions whose readings the interval spans.
+    draws : dict
+        Assumption -> ndarray of shape (n_resamples, n_subproblems): each subproblem's
+        alpha (the configured reader) in every resample; what a test that weighs the
+        subproblems against one another takes their estimation noise from.
     """
 
     low: float
     high: float
     readings: dict[str, tuple[float, float]]
+    spanned: tuple[str, ...] = ()
+    draws: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+
+    def spanning(self, assumptions: Sequence[str], alphas: Sequence[float] = ()) -> AlphaInterval:
+        """The interval over the readings of some of the assumptions computed.
+
+        Parameters
+        ----------
+        assumptions : sequence of str
+            Names among the computed ones (``"pulsnar"``, ``"pulscar"``).
+        alphas : sequence of float
+            Alpha of each iteration when there were several: the 95% t-interval of
+            their mean joins the span.
+
+        Returns
+        -------
+        AlphaInterval
+            Its ``readings`` those of ``assumptions`` alone.
+        """
+        unknown = set(assumptions) - {name.split(" ")[0] for name in self.readings}
+        if unknown or not assumptions:
+            raise ValueError(f"no readings of {sorted(unknown) or 'any assumption'}")
+        kept = {k: v for k, v in self.readings.items() if k.split(" ")[0] in assumptions}
+        low = min(a - Z_95 * sd for a, sd in kept.values())
+        high = max(a + Z_95 * sd for a, sd in kept.values())
+        if len(alphas) > 1:
+            _, mean_low, mean_high = mean_ci(np.asarray(alphas))
+            low, high = min(low, mean_low), max(high, mean_high)
+        return AlphaInterval(
+            float(np.clip(low, 0.0, 1.0)),
+            float(np.clip(high, 0.0, 1.0)),
+            kept,
+            tuple(assumptions),
+            {k: v for k, v in self.draws.items() if k in assumptions},
+        )
 
 
 Pairs = Sequence[Sequence[tuple[np.ndarray, np.ndarray]]]
@@ -74,11 +118,13 @@ def _readings(
     config: PUConfig,
     seed: int,
     picks: Sequence[tuple[np.ndarray, list[np.ndarray]]] | None,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """Alpha per (group, reader), the subproblems' ``(probabilities, labels)`` combined as
     configured, on the rows or on one resample of them; ``readers[g]`` are group ``g``'s
-    (NaN past a group's last reader)."""
+    (NaN past a group's last reader). Beside it, alpha per (group, subproblem) with each
+    group's first reader (NaN past a group's last subproblem)."""
     out = np.full((len(groups), max(map(len, readers))), np.nan)
+    parts = np.full((len(groups), max(map(len, groups))), np.nan)
     for g, group in enumerate(groups):
         resampled = []
         for s, (p, y) in enumerate(group):
@@ -94,7 +140,9 @@ def _readings(
             cfg = config.with_(alpha_estimator=reader)
             alphas = [alpha_value(p, y, cfg, seed) for p, y, _ in resampled]
             out[g, r] = combined_alpha([unl for *_, unl in resampled], alphas, subtypes[g])
-    return out
+            if r == 0:
+                parts[g, : len(alphas)] = alphas
+    return out, parts
 
 
 def resample_readings(
@@ -126,8 +174,9 @@ def resample_readings(
 
     Returns
     -------
-    ndarray of shape (n_groups, the most readers of a group)
-        NaN past a group's last reader.
+    (ndarray of shape (n_groups, the most readers of a group), ndarray of shape
+    (n_groups, the most subproblems of a group))
+        As :func:`_readings`.
     """
     pairs = list(zip(arrays[::2], arrays[1::2], strict=True))
     bounds = np.cumsum([0, *sizes])
@@ -201,7 +250,7 @@ def alpha_interval(
     # Which clusters count as one subtype is read once, from the collected probabilities.
     subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]
     pairs = [[(s.probabilities, s.labels) for s in group] for group in subs]
-    point = _readings(pairs, subtypes, group_readers, config, seed, None)
+    point, _ = _readings(pairs, subtypes, group_readers, config, seed, None)
     arrays = [a for group in pairs for pair in group for a in pair]
     sizes = [len(group) for group in subs]
     calls = [
@@ -209,15 +258,12 @@ def alpha_interval(
         for resample in np.random.SeedSequence(seed).spawn(n_resamples)
     ]
     resampled = (map_resamples or _in_turn)(resample_readings, calls)
-    sd = np.std(resampled, axis=0, ddof=1)
-    read = np.array([[r < len(g) for r in range(point.shape[1])] for g in group_readers])
-    low, high = np.min((point - Z_95 * sd)[read]), np.max((point + Z_95 * sd)[read])
-    if len(alphas) > 1:
-        _, mean_low, mean_high = mean_ci(np.asarray(alphas))
-        low, high = min(low, mean_low), max(high, mean_high)
+    sd = np.std([r for r, _ in resampled], axis=0, ddof=1)
+    parts = np.array([p for _, p in resampled])
     readings = {
         f"{name} {reader}": (float(point[g, r]), float(sd[g, r]))
         for g, name in enumerate(names)
         for r, reader in enumerate(group_readers[g])
     }
-    return AlphaInterval(float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0)), readings)
+    draws = {name: parts[:, g, : sizes[g]] for g, name in enumerate(names)}
+    return AlphaInterval(0.0, 1.0, readings, tuple(names), draws).spanning(names, alphas)

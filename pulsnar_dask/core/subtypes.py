@@ -453,12 +453,13 @@ def halves_differ(probabilities: np.ndarray, half: np.ndarray, margin: float) ->
     return abs(roc_auc(np.asarray(half, dtype=bool), probabilities) - 0.5) > margin
 
 
-# Subtype-mix distance below which ``method="auto"`` keeps PULSCAR (see choose_method).
-SCAR_MIX_DISTANCE = 0.1
-
-
 # Clusters below this share of the positives are left out of the subtype-mix distance.
 MIX_MIN_SHARE = 0.02
+# method="auto" keeps PULSNAR where the subtype-mix distance lies more than this many of
+# its null spreads above the null's mean (scar_mix_test), PULSCAR otherwise; within
+# MIX_Z_BAND of it the call is undecided and the interval spans both readings.
+MIX_Z = 2.0
+MIX_Z_BAND = 1.0
 
 
 def _weighed(sizes: np.ndarray) -> np.ndarray:
@@ -467,132 +468,148 @@ def _weighed(sizes: np.ndarray) -> np.ndarray:
     return sizes >= MIX_MIN_SHARE * sizes.sum()
 
 
+def _total_variation(alphas: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Distance between the shares of ``alphas`` (last axis) and of ``sizes``; 0 where
+    no positive is hidden."""
+    alphas = np.clip(alphas, 0.0, None)
+    total = alphas.sum(axis=-1, keepdims=True)
+    shares = np.divide(alphas, total, out=np.zeros_like(alphas), where=total > 0)
+    distance = 0.5 * np.abs(shares - sizes / sizes.sum()).sum(axis=-1)
+    return np.where(total[..., 0] > 0, distance, 0.0)
+
+
 def subtype_mix_distance(cluster_alphas: np.ndarray, cluster_sizes: np.ndarray) -> float:
     """How far the hidden positives' subtype mix is from the labeled positives'.
 
     Total variation distance between each cluster's share of the hidden positives
     (``alpha_c / sum(alpha)``) and its share of the labeled positives (``n_c / n``). When
     positives were labeled at random (SCAR) every cluster hides positives in proportion
-    to its labeled ones and the distance is near 0; the SNAR benchmarks give 0.12-0.8.
-    Clusters holding less than ``MIX_MIN_SHARE`` of the positives are left out: a few
-    dozen positives read a share of the unlabeled rows too noisily to weigh.
+    to its labeled ones and the distance is near 0 but for the clusters' estimation
+    noise (:func:`scar_mix_test` weighs it). Clusters holding less than
+    ``MIX_MIN_SHARE`` of the positives are left out: a few dozen positives read a share
+    of the unlabeled rows too noisily to weigh.
 
     Returns
     -------
     float
         In [0, 1]; 0 for fewer than two clusters or when no positive is hidden anywhere.
     """
-    alphas = np.clip(np.asarray(cluster_alphas, dtype=float), 0.0, None)
+    alphas = np.asarray(cluster_alphas, dtype=float)
     sizes = np.asarray(cluster_sizes, dtype=float)
     keep = _weighed(sizes)
-    alphas, sizes = alphas[keep], sizes[keep]
-    if alphas.size < 2 or alphas.sum() <= 0:
+    if keep.sum() < 2:
         return 0.0
-    return float(0.5 * np.abs(alphas / alphas.sum() - sizes / sizes.sum()).sum())
+    return float(_total_variation(alphas[keep], sizes[keep]))
 
 
-# Draws of the SCAR null behind :func:`scar_mix_noise` (seeded: the same answer each run).
-NULL_DRAWS = 4000
+@dataclass(frozen=True)
+class MixTest:
+    """The subtype-mix distance weighed against its spread under SCAR.
 
-
-def scar_mix_noise(cluster_sizes: np.ndarray, n_hidden: float, quantile: float = 0.95) -> float:
-    """The subtype-mix distance that sampling alone reaches under SCAR.
-
-    Under SCAR each hidden positive falls in a cluster with that cluster's share of the
-    labeled positives, so the hidden counts are a multinomial draw of ``n_hidden`` over
-    those shares. Returned is the ``quantile`` of the distance
-    (:func:`subtype_mix_distance`, the same clusters left out) between such draws and
-    the labeled shares: with a few dozen hidden positives over ten equal clusters it is
-    about 0.25-0.35. The clusters' readings are noisier still (each is read by its own
-    classifier), so this is the least a distance must exceed to say SNAR.
-
-    Parameters
+    Attributes
     ----------
-    cluster_sizes : ndarray of shape (n_clusters,)
-        Labeled positives per cluster.
-    n_hidden : float
-        Hidden positives (alpha times the unlabeled rows).
-    quantile : float
-
-    Returns
-    -------
-    float
-        In [0, 1]; 0 with fewer than two clusters counted, 1 with no hidden positive.
-
-    Raises
-    ------
-    ValueError
-        If ``n_hidden`` is not finite.
+    distance : float
+        :func:`subtype_mix_distance` of the clusters' alphas.
+    null_mean, null_sd : float
+        Mean and standard deviation of the distance under SCAR with the clusters'
+        estimation noise (:func:`scar_mix_test`).
+    z : float
+        ``(distance - null_mean) / null_sd``: how far above SCAR's noise the distance
+        lies (0 with fewer than two clusters weighed or no resample to weigh by).
     """
-    if not np.isfinite(n_hidden):
-        raise ValueError(f"n_hidden must be finite, got {n_hidden}")
-    sizes = np.asarray(cluster_sizes, dtype=float)
-    sizes = sizes[_weighed(sizes)]
-    if sizes.size < 2:
-        return 0.0
-    n = round(max(float(n_hidden), 0.0))
-    if n < 1:
-        return 1.0
-    shares = sizes / sizes.sum()
-    draws = np.random.default_rng(0).multinomial(n, shares, size=NULL_DRAWS)
-    distances = 0.5 * np.abs(draws / n - shares).sum(axis=1)
-    return float(np.quantile(distances, quantile))
+
+    distance: float
+    null_mean: float
+    null_sd: float
+    z: float
 
 
-def choose_method(
-    cluster_alphas: np.ndarray,
-    cluster_sizes: np.ndarray,
-    cluster_features: int | None = None,
-    model_features: int | None = None,
-    n_hidden: float | None = None,
-) -> tuple[str, dict]:
-    """Decide between PULSCAR and PULSNAR from PULSNAR's clusters (``method="auto"``).
+def scar_mix_test(
+    cluster_alphas: np.ndarray, cluster_sizes: np.ndarray, draws: np.ndarray
+) -> MixTest:
+    """Weigh the subtype-mix distance against what SCAR and the clusters' noise give.
 
-    PULSCAR when the positives form one cluster, or when the clusters hide positives in
-    proportion to their labeled ones: :func:`subtype_mix_distance` below
-    ``SCAR_MIX_DISTANCE``, or no farther than sampling alone takes it under SCAR
-    (:func:`scar_mix_noise` of ``n_hidden``). The data then look SCAR, and one
-    subproblem over all positives reads alpha with less noise than a sum over clusters.
-    PULSNAR otherwise.
-
-    One cluster found on only part of the features the classifier uses
-    (``cluster_features < model_features``, the top ``max_cluster_features`` by gain) is
-    weak evidence of SCAR: subtypes that differ a little in each of many features go
-    unseen there (the wide benchmark's five subtypes: benchmarks/results/README.md), and
-    PULSCAR then reads alpha low. The evidence says so (``subtypes_may_be_unseen``).
+    Under SCAR each cluster hides ``A n_c / n`` of the unlabeled rows (``A`` the clusters'
+    summed alpha). Each bootstrap resample's deviation of the clusters' alphas from their
+    mean over the resamples (sampling and estimation noise together, each cluster read
+    by its own classifier on its own positives) is added to that SCAR mix,
+    and the distance of each such draw makes the null: a distance that the clusters'
+    noise alone reaches is no evidence of SNAR.
 
     Parameters
     ----------
     cluster_alphas, cluster_sizes : ndarray of shape (n_clusters,)
-        Each cluster's alpha and labeled positives.
+        Each cluster's alpha on the collected probabilities, and its labeled positives.
+    draws : ndarray of shape (n_resamples, n_clusters)
+        Each cluster's alpha in each bootstrap resample
+        (:attr:`~pulsnar_dask.core.interval.AlphaInterval.draws`); resamples with a
+        missing reading are left out.
+
+    Returns
+    -------
+    MixTest
+    """
+    alphas = np.clip(np.asarray(cluster_alphas, dtype=float), 0.0, None)
+    sizes = np.asarray(cluster_sizes, dtype=float)
+    draws = np.asarray(draws, dtype=float).reshape(-1, sizes.size)
+    distance = subtype_mix_distance(alphas, sizes)
+    keep = _weighed(sizes)
+    draws = draws[np.all(np.isfinite(draws[:, keep]), axis=1)][:, keep]
+    if keep.sum() < 2 or len(draws) < 2 or alphas[keep].sum() <= 0:
+        return MixTest(distance, 0.0, 0.0, 0.0)
+    sizes, alphas = sizes[keep], alphas[keep]
+    scar = alphas.sum() * sizes / sizes.sum()
+    null = _total_variation(scar + (draws - draws.mean(axis=0)), sizes)
+    mean, sd = float(null.mean()), float(null.std(ddof=1))
+    z = (distance - mean) / sd if sd > 0 else (np.inf if distance > mean else 0.0)
+    return MixTest(distance, mean, sd, float(z))
+
+
+def choose_method(
+    test: MixTest,
+    n_clusters: int,
+    cluster_features: int | None = None,
+    model_features: int | None = None,
+) -> tuple[str, dict]:
+    """Decide between PULSCAR and PULSNAR from PULSNAR's clusters (``method="auto"``).
+
+    PULSCAR when the positives form one cluster, or when the clusters' subtype mix lies
+    within ``MIX_Z`` null spreads of what SCAR and the clusters' noise give
+    (:func:`scar_mix_test`): one subproblem over all positives then reads alpha with
+    less noise and less bias than a sum over clusters, each read on fewer positives.
+    PULSNAR otherwise. Within ``MIX_Z_BAND`` of ``MIX_Z`` the call is undecided
+    (``decided`` False): the interval then spans both readings.
+
+    One cluster found on only part of the features the classifier uses
+    (``cluster_features < model_features``, the top ``max_cluster_features`` by gain) is
+    weak evidence of SCAR: subtypes that differ a little in each of many features go
+    unseen there, and PULSCAR then reads alpha low. The evidence says so
+    (``subtypes_may_be_unseen``).
+
+    Parameters
+    ----------
+    test : MixTest
+        The clusters' mix against SCAR (any value with one cluster).
+    n_clusters : int
     cluster_features, model_features : int or None
         Features the positives were clustered on, and features the classifier uses;
         ``None``: not known.
-    n_hidden : float or None
-        Hidden positives for the sampling noise: the larger of PULSCAR's and PULSNAR's
-        alpha times the unlabeled rows (under SNAR PULSCAR reads low, and fewer hidden
-        positives would make the noise, and so the case for PULSCAR, larger than it is);
-        ``None`` (or not finite): no test against sampling noise.
 
     Returns
     -------
     (method, evidence)
         ``"pulscar"`` or ``"pulsnar"``, and a JSON-ready dict: ``n_clusters``,
-        ``subtype_mix_distance``, ``threshold``, ``sampling_noise`` (the distance that
-        sampling alone reaches, or ``None``), ``reason`` and ``subtypes_may_be_unseen``;
-        with the feature counts, also ``cluster_features`` and ``model_features``.
+        ``subtype_mix_distance``, ``null_mean``, ``null_sd``, ``mix_z``, ``threshold``
+        (``MIX_Z``), ``decided``, ``reason`` and ``subtypes_may_be_unseen``; with the
+        feature counts, also ``cluster_features`` and ``model_features``.
     """
-    distance = subtype_mix_distance(cluster_alphas, cluster_sizes)
-    n_clusters = int(np.size(cluster_sizes))
-    noise = None
-    if n_clusters > 1 and n_hidden is not None and np.isfinite(n_hidden):
-        noise = scar_mix_noise(cluster_sizes, n_hidden)
     unseen = (
         n_clusters == 1
         and cluster_features is not None
         and model_features is not None
         and cluster_features < model_features
     )
+    decided = n_clusters == 1 or abs(test.z - MIX_Z) >= MIX_Z_BAND
     if n_clusters == 1:
         method, reason = "pulscar", "the positives form one cluster"
         if unseen:
@@ -601,31 +618,26 @@ def choose_method(
                 "classifier uses; subtypes that differ a little in many features can go "
                 "unseen there, and PULSCAR then reads alpha low"
             )
-    elif distance < SCAR_MIX_DISTANCE:
-        method, reason = (
-            "pulscar",
-            "the clusters hide positives in proportion to their labeled ones (SCAR)",
-        )
-    elif noise is not None and distance <= noise:
-        hidden = round(n_hidden)
-        method, reason = (
-            "pulscar",
-            f"the clusters' shares of the hidden positives differ from their labeled ones' "
-            f"no more than sampling {hidden:,} hidden positives does under SCAR (no "
-            "evidence of SNAR)"
-            if hidden
-            else "no hidden positive is read, so no subtype mix to tell from the labeled one",
-        )
     else:
-        method, reason = (
-            "pulsnar",
-            "the hidden positives' subtype mix differs from the labeled ones' (SNAR)",
+        method = "pulsnar" if test.z > MIX_Z else "pulscar"
+        lies = (
+            f"the clusters' subtype mix lies {test.z:.1f} null spreads from what SCAR and "
+            "the clusters' own noise give"
         )
+        if not decided:
+            reason = f"{lies}: too close to {MIX_Z:g} to tell SCAR from SNAR"
+        elif method == "pulsnar":
+            reason = f"{lies}: the hidden positives' subtype mix differs from the labeled (SNAR)"
+        else:
+            reason = f"{lies}: no evidence that it differs from the labeled (SCAR)"
     evidence = {
-        "n_clusters": n_clusters,
-        "subtype_mix_distance": round(distance, 4),
-        "threshold": SCAR_MIX_DISTANCE,
-        "sampling_noise": None if noise is None else round(noise, 4),
+        "n_clusters": int(n_clusters),
+        "subtype_mix_distance": round(test.distance, 4),
+        "null_mean": round(test.null_mean, 4),
+        "null_sd": round(test.null_sd, 4),
+        "mix_z": round(test.z, 3) if np.isfinite(test.z) else None,
+        "threshold": MIX_Z,
+        "decided": bool(decided),
         "reason": reason,
         "subtypes_may_be_unseen": unseen,
     }

@@ -24,13 +24,10 @@ WEAK_PU_AUC = 0.6
 OVERLAP_AUC = 0.8
 # At or above it in every subproblem, the run warns that a feature may record the label.
 PERFECT_PU_AUC = 0.9999
-# the interval's name of the separated-classes reading (method_evidence["separated"])
-SEPARATED_READING = "separated count"
 INTERVAL_METHOD = (
     "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
-    "configured reader; where auto read alpha at a valley, the scoring read there with the "
-    "valley reader alone), under PULSNAR and PULSCAR where both were computed; the "
-    "separated-classes count as it is, where it joined (see interval_readings)"
+    "configured reader), under the method kept, and under PULSCAR and PULSNAR both where "
+    "auto could not tell them apart (see interval_readings)"
 )
 
 
@@ -146,7 +143,6 @@ class JobResult:
     method_evidence: dict[str, Any] | None = None
     clustering: Clustering | None = None
     profiles: list[list[dict[str, Any]]] | None = None
-    cluster_groups: list[list[int]] | None = None
     alpha_interval: AlphaInterval | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
@@ -207,8 +203,6 @@ class JobResult:
         }
         if self.clustering is not None:
             out["mixture_covariance"] = self.clustering.covariance_type
-            if self.clustering.cut and self.method == "pulsnar":
-                out["clusters_cut"] = list(self.clustering.cut)
         if self.method_evidence is not None:
             out["method_requested"] = "auto"
             out["method_evidence"] = self.method_evidence
@@ -225,8 +219,6 @@ class JobResult:
             }
         if self.profiles is not None:
             out["subtypes"] = self.subtypes()
-        if self.cluster_groups is not None:
-            out["cluster_groups"] = self.cluster_groups
         if len(self.alphas) > 1:
             _, low, high = mean_ci(np.asarray(self.alphas))
             out["alphas"] = self.alphas
@@ -240,22 +232,6 @@ class JobResult:
         return out
 
 
-def valley_of(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The valley ``method="auto"`` found plain in PULSCAR's scores
-    (``method_evidence["valley"]``), or None where it read alpha at none (no auto, no
-    plain dip, or a summary written before the reader)."""
-    valley = (summary.get("method_evidence") or {}).get("valley")
-    return valley if valley and valley.get("credible") else None
-
-
-def rescored_of(evidence: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The second scoring's dip where ``method="auto"`` read alpha there
-    (``method_evidence["valley"]["rescored"]``, plain), or None where it read none or
-    read PULSCAR's dip."""
-    second = ((evidence or {}).get("valley") or {}).get("rescored")
-    return second if second and second.get("credible") else None
-
-
 def headline(summary: dict[str, Any]) -> str:
     """One line that answers the question a run is for: how many hidden positives.
 
@@ -263,18 +239,17 @@ def headline(summary: dict[str, Any]) -> str:
     -------
     str
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
-        (PULSNAR, 5 clusters)`` (``PULSCAR read at the valley of the unlabeled scores``
-        where auto read it there), with the 95% interval (``alpha_interval``, else the
+        (PULSNAR, 5 clusters)``, with the 95% interval (``alpha_interval``, else the
         iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
         identified, when a feature may record the label (perfect separation), when
-        alpha may be far too high (positives and negatives overlap), or when alpha may
-        be read low (one cluster found on part of the features).
+        alpha may be far too high (positives and negatives overlap), when auto cannot
+        tell SCAR from SNAR and the two readings differ, or when alpha may be read low
+        (one cluster found on part of the features).
     """
     n_unlabeled = summary["n_unlabeled"]
     text = (
         f"alpha {summary['alpha']:.3f}: about {summary['hidden_positives']:,} hidden positives "
         f"among {n_unlabeled:,} unlabeled rows ({summary['method'].upper()}"
-        + (" read at the valley of the unlabeled scores" if valley_of(summary) else "")
         + f", {summary['n_clusters']} cluster{'s' if summary['n_clusters'] > 1 else ''})"
     )
     if "alpha_interval" in summary:
@@ -303,6 +278,12 @@ def headline(summary: dict[str, Any]) -> str:
         text += (
             "; MAY BE HIGH: positives and negatives overlap (implied AUC "
             f"{summary['negative_auc']:.3f}), so every reading also counts negatives"
+        )
+    elif (summary.get("method_evidence") or {}).get("readings_differ"):
+        readings = summary["method_evidence"]["readings"]
+        text += (
+            "; SCAR OR SNAR: the clusters cannot tell, and PULSCAR reads "
+            f"{readings['pulscar']:.3f}, PULSNAR {readings['pulsnar']:.3f}"
         )
     elif (summary.get("method_evidence") or {}).get("subtypes_may_be_unseen"):
         text += "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"

@@ -20,17 +20,11 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from pulsnar_dask.core.alpha import (
-    VALLEY_MAX_LABELED_BELOW,
-    reliable_negatives,
-    separated_count,
-    valley_cut,
-)
 from pulsnar_dask.core.calibration import fit_calibration_map
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig, check_seed, config_dict
 from pulsnar_dask.core.folds import CopyGroups
-from pulsnar_dask.core.interval import AlphaInterval, alpha_interval
+from pulsnar_dask.core.interval import DEFAULT_RESAMPLES, AlphaInterval, alpha_interval
 from pulsnar_dask.core.metrics import classification_metrics, implied_negative_auc
 from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
 from pulsnar_dask.core.model import Component, PUModel, package_version, subproblem_components
@@ -43,19 +37,17 @@ from pulsnar_dask.core.subproblem import (
     check_subproblem,
     combine_on_rows,
     estimate_subproblem,
-    read_alpha,
     relabel_claimed,
-    subproblems_alpha,
 )
 from pulsnar_dask.core.subtypes import (
     Clustering,
+    MixTest,
     choose_method,
     choose_mixture,
-    cluster_halves,
     fit_bic_curve,
-    halves_differ,
     make_clustering,
     min_cluster_size,
+    scar_mix_test,
     select_features,
     subtype_profiles,
 )
@@ -63,7 +55,6 @@ from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.result import (
     OVERLAP_AUC,
     PERFECT_PU_AUC,
-    SEPARATED_READING,
     WEAK_PU_AUC,
     JobResult,
     overlaps,
@@ -72,9 +63,6 @@ from pulsnar_dask.pipeline.result import (
 logger = logging.getLogger(__name__)
 
 METHODS = ("auto", "pulscar", "pulsnar")
-# The second scoring (:func:`scored_against_negatives`) needs this many reliable
-# negatives per fold, to learn what the negatives look like from.
-MIN_RELIABLE_NEGATIVES_PER_FOLD = 10
 
 
 @dataclass(frozen=True)
@@ -335,17 +323,6 @@ def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Cluste
     chosen, bic, _ = choose_mixture(curves, config)
     min_size = min_cluster_size(config, len(Z))
     positive_labels = cluster_labels(chosen, Z, min_size)
-    halves = []
-    if config.cluster_split is not None:
-        halves = cluster_halves(
-            executor.map,
-            Z,
-            positive_labels,
-            chosen.covariance_type,
-            min_size,
-            seed,
-            config.max_cluster_rows,
-        )
     profiles = _profiles(executor, cluster_cols, positive_labels, X_positive)
     return make_clustering(
         chosen,
@@ -355,7 +332,6 @@ def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Cluste
         model_idx,
         cluster_idx,
         profiles,
-        halves,
     )
 
 
@@ -373,265 +349,11 @@ def _profiles(
     return subtype_profiles(X_described, positive_labels, names)
 
 
-Rescore = Callable[[list[tuple[SubproblemResult, np.ndarray]]], list[SubproblemResult]]
-
-
-def scored_against_negatives(
-    results: list[SubproblemResult], config: PUConfig, rescore: Rescore
-) -> tuple[list[SubproblemResult], list[np.ndarray]] | None:
-    """Score each subproblem's labeled positives again, against its reliable negatives.
-
-    The reliable negatives are the unlabeled rows scored below all but 5% of the labeled
-    positives (:func:`~pulsnar_dask.core.alpha.reliable_negatives`); the other unlabeled
-    rows are scored by the model of their fold, and no model trains on them. That
-    classifier learns what the negatives look like, not how often each kind of positive
-    is labeled.
-
-    Parameters
-    ----------
-    results : list of SubproblemResult
-        PULSCAR's subproblems: one per iteration (the valley reader), or the first
-        iteration's alone (the separated-classes reading).
-    config : PUConfig
-        ``n_folds``.
-    rescore : callable
-        Scores each given subproblem's labeled positives against its unlabeled rows, on
-        its columns, training on none of the ids given with it: one subproblem each.
-
-    Returns
-    -------
-    (rescored, negatives) or None
-        The second scorings and each subproblem's reliable negatives (a mask on its
-        rows); None where one has fewer than ``MIN_RELIABLE_NEGATIVES_PER_FOLD`` times
-        ``n_folds`` reliable negatives (a fold could train on none).
-    """
-    negatives = [reliable_negatives(r.probabilities, r.labels) for r in results]
-    if any(n.sum() < MIN_RELIABLE_NEGATIVES_PER_FOLD * config.n_folds for n in negatives):
-        return None
-    untrained = [r.row_ids[(r.labels == 0) & ~n] for r, n in zip(results, negatives, strict=True)]
-    return rescore(list(zip(results, untrained, strict=True))), negatives
-
-
-def separated_reading(rescored: SubproblemResult, negatives: np.ndarray) -> dict[str, Any]:
-    """``method_evidence["separated"]``: alpha if positives and negatives do not overlap
-    (:func:`~pulsnar_dask.core.alpha.separated_count` of the second scoring), and the
-    reliable negatives it was trained against."""
-    alpha = separated_count(rescored.probabilities, rescored.labels, negatives)
-    return {
-        "alpha": None if np.isnan(alpha) else round(alpha, 4),
-        "reliable_negatives": int(negatives.sum()),
-    }
-
-
-def spanning_separated(interval: AlphaInterval, separated: dict[str, Any]) -> AlphaInterval:
-    """The interval widened to take in the separated-classes reading
-    (:func:`separated_reading`, its alpha not None) as one more reading, with no
-    bootstrap of its own; ``separated["extends_interval"]`` is set to whether it lay
-    outside the others' span (above or below)."""
-    alpha = separated["alpha"]
-    low, high = min(interval.low, alpha), max(interval.high, alpha)
-    separated["extends_interval"] = bool(low < interval.low or high > interval.high)
-    return AlphaInterval(low, high, {**interval.readings, SEPARATED_READING: (alpha, 0.0)})
-
-
-def valley_readings(
-    results: list[SubproblemResult],
-    evidence: dict[str, Any],
-    config: PUConfig,
-    seed: int,
-    rescore: Rescore,
-) -> list[SubproblemResult] | None:
-    """``method="auto"``'s valley reader (:func:`~pulsnar_dask.core.alpha.valley_cut`).
-
-    Where PULSCAR's scores of the unlabeled rows dip plainly, the labeled positives are
-    scored again against the unlabeled rows below all but 5% of them
-    (:func:`scored_against_negatives`): the negatives' tail past the first dip then
-    scores low, and every subtype's hidden positives score as their kind does, however
-    rarely it is labeled. Alpha is read at its dip where that one is plain too, else at
-    PULSCAR's.
-
-    Parameters
-    ----------
-    results : list of SubproblemResult
-        PULSCAR's subproblem, one per iteration.
-    evidence : dict
-        ``choose_method``'s evidence, updated in place: ``valley`` (what the first
-        iteration's dip shows, and ``valley["rescored"]`` what the second scoring's
-        shows, where it ran) always, and ``separated`` where the second scoring ran
-        (:func:`separated_reading`); where alpha is read at a dip, ``reason`` says so and
-        ``subtypes_may_be_unseen`` is False (the reading does not rest on the clusters).
-    config : PUConfig
-        ``valley_depth``, the deepest dip read.
-    seed : int
-        The run's seed (iteration ``i`` reads with ``seed + i``, as it was scored).
-    rescore : callable
-        As :func:`scored_against_negatives`.
-
-    Returns
-    -------
-    list of SubproblemResult or None
-        The iterations read at their valley where the first iteration's dip is plain
-        (each later iteration at its own dip): the second scoring's where its first
-        iteration's dip is plain, else PULSCAR's; None where PULSCAR's is not.
-    """
-    first = results[0]
-    cut = valley_cut(first.probabilities, first.labels)
-    credible = cut.credible(config.valley_depth)
-    valley = {**cut.as_dict(), "max_depth": config.valley_depth, "credible": credible}
-    evidence["valley"] = valley
-    if not credible:
-        return None
-    evidence["reason"] = (
-        f"the unlabeled rows' scores dip to {cut.depth:.2f} of the negatives' peak below all "
-        f"but {cut.labeled_below:.1%} of the labeled positives: alpha is read at the dip, "
-        "which counts the hidden positives of every subtype however rarely each is labeled"
-    )
-    scored = scored_against_negatives(results, config, rescore)
-    if scored is not None:
-        rescored, negatives = scored
-        separated = evidence["separated"] = separated_reading(rescored[0], negatives[0])
-        second = valley_cut(rescored[0].probabilities, rescored[0].labels)
-        valley["rescored"] = {
-            **second.as_dict(),
-            "reliable_negatives": separated["reliable_negatives"],
-            "credible": second.credible(config.valley_depth),
-        }
-        if valley["rescored"]["credible"]:
-            results = rescored
-            evidence["reason"] += (
-                f"; the dip read is that of the labeled positives scored against the "
-                f"{valley['rescored']['reliable_negatives']:,} unlabeled rows below all but "
-                f"{VALLEY_MAX_LABELED_BELOW:.0%} of them (it dips to {second.depth:.2f}), which "
-                "leaves out the negatives' tail past the first dip"
-            )
-    evidence["subtypes_may_be_unseen"] = False
-    config = config.with_(alpha_estimator="valley")
-    return [
-        replace(r, estimate=read_alpha(r.probabilities, r.labels, config, seed + it))
-        for it, r in enumerate(results)
-    ]
-
-
-def split_clusters(
-    executor: Executor,
-    clustering: Clustering,
-    per_iteration: list[list[SubproblemResult]],
-    positive_ids: np.ndarray,
-    config: PUConfig,
-    seed: int,
-    score_parts: Callable[[list[np.ndarray]], list[SubproblemResult]],
-) -> tuple[list[list[SubproblemResult]], Clustering]:
-    """Cut the clusters whose subproblems score their halves apart (``cluster_split``),
-    and the parts again, for at most ``cluster_split_rounds`` rounds.
-
-    A cluster whose halves (:func:`~pulsnar_dask.core.subtypes.cluster_halves`) the first
-    iteration's subproblem scores apart (:func:`~pulsnar_dask.core.subtypes.halves_differ`)
-    becomes two clusters, each with a subproblem of its own in every iteration. Each part
-    is cut again the same way, on its own positives' two-component mixture and its own
-    subproblem: a cluster that holds three or more subtypes labeled at different rates
-    needs more than one cut. The clusters are renumbered by decreasing size.
-
-    Parameters
-    ----------
-    per_iteration : list of list of SubproblemResult
-        Each iteration's cluster subproblems, in cluster order.
-    positive_ids : ndarray
-        The labeled positives' ids, ascending (the order of ``clustering.labels`` and of
-        ``executor.positives``).
-    config : PUConfig
-        ``cluster_split``, ``cluster_split_rounds`` and the mixtures' settings.
-    seed : int
-        Seed of the parts' mixtures.
-    score_parts : callable
-        ``score_parts(parts) -> results``: the subproblems of the given positives' ids
-        (each with every unlabeled row), iteration after iteration.
-
-    Returns
-    -------
-    (per_iteration, clustering)
-        The clusters' subproblems and the clustering without its halves (``halves=()``);
-        the subproblems as they were where no cluster is cut.
-    """
-    labels, halves = clustering.labels, clustering.halves
-    clustering = replace(clustering, halves=())
-    n_iterations = len(per_iteration)
-    # every cluster as (positive ids, its subproblem in each iteration, its halves while
-    # they are still to be tested)
-    clusters = [
-        (positive_ids[labels == c], [it[c] for it in per_iteration], halves[c])
-        for c in range(clustering.n_clusters)
-    ]
-    columns = [executor.features[i] for i in clustering.cluster_features]
-    first_cut: list[int] = []
-    n_cuts = 0
-    X_positive = Z = None
-    for round_ in range(config.cluster_split_rounds):
-        cut = []
-        for c, (ids, results, half) in enumerate(clusters):
-            if half is None:
-                continue
-            r = results[0]
-            held = r.row_ids[r.labels == 1]
-            at = np.searchsorted(held, ids)  # both ascend
-            if halves_differ(r.probabilities[r.labels == 1][at], half, config.cluster_split):
-                cut.append(c)
-        if not cut:
-            break
-        if round_ == 0:
-            first_cut = cut
-            logger.info(
-                "clusters %s hide positives at different rates in their two halves: each "
-                "half becomes a cluster",
-                [c + 1 for c in cut],
-            )
-        else:
-            logger.info("round %d: %d part(s) cut again", round_ + 1, len(cut))
-        n_cuts += len(cut)
-        parts = []
-        for c in cut:
-            ids, _, half = clusters[c]
-            parts += [ids[~half], ids[half]]
-        scored = score_parts(parts)
-        n_parts = len(parts)
-        part_halves: list[np.ndarray | None] = [None] * n_parts
-        if round_ + 1 < config.cluster_split_rounds:
-            if Z is None:
-                X_positive = executor.positives(columns)
-                Z = clustering_matrix(X_positive, clustering.gain[clustering.cluster_features])
-            rows = [np.searchsorted(positive_ids, ids) for ids in parts]
-            part_halves = cluster_halves(
-                executor.map,
-                Z[np.concatenate(rows)],
-                np.concatenate([np.full(r.size, j) for j, r in enumerate(rows)]),
-                clustering.covariance_type,
-                min_cluster_size(config, positive_ids.size),
-                seed,
-                config.max_cluster_rows,
-            )
-        # the clusters left whole were tested: only the new parts are tested next round
-        clusters = [
-            (ids, results, None) for c, (ids, results, _) in enumerate(clusters) if c not in cut
-        ]
-        clusters += [
-            (ids, [scored[i * n_parts + j] for i in range(n_iterations)], part_halves[j])
-            for j, ids in enumerate(parts)
-        ]
-    if not first_cut:
-        return per_iteration, clustering
-    clusters.sort(key=lambda cluster: -cluster[0].size)
-    new_labels = np.empty_like(labels)
-    for c, (ids, _, _) in enumerate(clusters):
-        new_labels[np.searchsorted(positive_ids, ids)] = c
-    clustering = replace(
-        clustering,
-        n_clusters=len(clusters),
-        labels=new_labels,
-        profiles=_profiles(executor, columns, new_labels, X_positive),
-        cut=tuple(c + 1 for c in first_cut),
-        n_cuts=n_cuts,
-    )
-    per_iteration = [[results[i] for _, results, _ in clusters] for i in range(n_iterations)]
-    return per_iteration, clustering
+def _overlapping(interval: AlphaInterval, assumptions: Sequence[str]) -> bool:
+    """Whether the assumptions' own intervals (:meth:`AlphaInterval.spanning` of each)
+    share a value."""
+    spans = [interval.spanning([name]) for name in assumptions]
+    return max(i.low for i in spans) <= min(i.high for i in spans)
 
 
 def run_pipeline(
@@ -778,10 +500,7 @@ def run_pipeline(
 
     evidence = clustering = None
     alternative: list[SubproblemResult] = []  # the other assumption's subproblems (auto)
-    # auto's reading of PULSNAR's first iteration: (its subproblems, their alpha and groups)
-    first_read: tuple[list[SubproblemResult], tuple] | None = None
     pulscar_first: SubproblemResult | None = None  # PULSCAR beside PULSNAR (auto)
-    at_valley = False  # auto read alpha at a valley of the unlabeled rows' scores
     if method == "pulscar":
         stage(f"scoring: {iterations} cross-validated XGBoost run(s)")
         results = subproblems([request(features, None, it) for it in range(iterations)])
@@ -797,94 +516,65 @@ def run_pipeline(
         positive_ids, positive_labels = row_ids[labels == 1], clustering.labels
         mark("clustering")
         n_clusters = clustering.n_clusters
+        mixture_components = clustering.mixture_components
         model_cols = [features[i] for i in clustering.model_features]
         stage(f"scoring: {n_clusters} cluster subproblem(s) x {iterations} iteration(s)")
-
-        def group_requests(groups: list[np.ndarray], name: str) -> list[ScoreRequest]:
-            """Each group of positives' subproblem, iteration after iteration."""
-            return [
-                request(model_cols, ids, it, f"{name}{j + 1}")
-                for it in range(iterations)
-                for j, ids in enumerate(groups)
-            ]
-
-        pending = group_requests(
-            [positive_ids[positive_labels == c] for c in range(n_clusters)], "cluster"
-        )
+        pending = [
+            request(model_cols, positive_ids[positive_labels == c], it, f"cluster{c + 1}")
+            for it in range(iterations)
+            for c in range(n_clusters)
+        ]
         # auto weighs PULSCAR against the clusters: its subproblems run alongside them
-        # (and alongside one cluster that a cut may make two)
-        may_cut = any(h is not None for h in clustering.halves)
-        compare = method == "auto" and (n_clusters > 1 or may_cut)
+        compare = method == "auto" and n_clusters > 1
         if compare:
             pending += [request(features, None, it) for it in range(iterations)]
         results = subproblems(pending)
         per_iteration = [results[i * n_clusters : (i + 1) * n_clusters] for i in range(iterations)]
         pulscar_results = results[iterations * n_clusters :]
-        mixture_components = clustering.mixture_components
-        if may_cut:
-            per_iteration, clustering = split_clusters(
-                executor, clustering, per_iteration, positive_ids, config, seed,
-                lambda parts: subproblems(group_requests(parts, "part")),
-            )  # fmt: skip
-            n_clusters = clustering.n_clusters
-        # one cluster left uncut is read as without the cut (its PULSCAR scoring unused)
-        compare = compare and n_clusters > 1
         if compare:
             pulscar_first = pulscar_results[0]
-        if method == "auto":
-            first = per_iteration[0]
-            # hidden positives for the test against sampling noise: the larger reading's
-            # (under SNAR PULSCAR reads low, and a smaller count makes more noise)
-            n_hidden = None
-            if compare:
-                first_read = (first, subproblems_alpha(first, config.claim_overlap))
-                larger = max(pulscar_first.alpha, first_read[1][0])
-                n_hidden = larger * int(np.sum(pulscar_first.labels == 0))
-            method, evidence = choose_method(
-                [r.alpha for r in first],
-                [r.n_positive for r in first],
-                clustering.cluster_features.size,
-                clustering.model_features.size,
-                n_hidden,
-            )
-            if method == "pulscar":
-                if compare:
-                    alternative = per_iteration[0]
-                    per_iteration = [[r] for r in pulscar_results]
-                n_clusters = 1
-            elif compare:
-                alternative = [pulscar_first]
-            whole = [it[0] for it in per_iteration] if method == "pulscar" else pulscar_results
-
-            def rescore(pairs: list[tuple[SubproblemResult, np.ndarray]]) -> list[SubproblemResult]:
-                stage("scoring: the labeled positives against the unlabeled rows least like them")
-                return subproblems(
-                    [
-                        request(list(r.features), None, it, "negatives", ids)
-                        for it, (r, ids) in enumerate(pairs)
-                    ]
-                )
-
-            if config.valley_depth > 0:
-                valley_runs = valley_readings(whole, evidence, config, seed, rescore)
-                if valley_runs is not None:
-                    if method == "pulsnar":
-                        alternative = per_iteration[0]
-                    pulscar_first = whole[0]  # the PU classifier, which the checks read
-                    per_iteration = [[r] for r in valley_runs]
-                    method, n_clusters, at_valley = "pulscar", 1, True
-            # read at PULSNAR's clusters, the interval also spans the reading that needs no
-            # clusters but assumes the classes do not overlap
-            if method == "pulsnar" and config.interval_resamples:
-                scored = scored_against_negatives(whole[:1], config, rescore)
-                if scored is not None:
-                    evidence["separated"] = separated_reading(scored[0][0], scored[1][0])
-            log = logger.warning if evidence["subtypes_may_be_unseen"] else logger.info
-            log("method auto: %s (%s)", method, evidence["reason"])
+            alternative = [pulscar_first]
     mark("scoring")
-    # the PU classifiers whose separation the checks read: PULSCAR's own where auto read
-    # alpha at the valley of the second scoring (trained against the negatives alone)
-    checked = [pulscar_first] if at_valley else per_iteration[0]
+    # the 95% interval's bootstrap; auto's call weighs the clusters' mix by it, so auto
+    # with several clusters draws it even where no interval is asked for
+    resamples = config.interval_resamples or (DEFAULT_RESAMPLES if alternative else 0)
+    bootstrap = None
+    if resamples:
+        stage(f"95% interval: {resamples} resamples of the probabilities")
+        # under auto the clusters are PULSNAR's reading, one cluster PULSCAR's
+        name = method if method != "auto" else ("pulsnar" if alternative else "pulscar")
+        groups = {name: per_iteration[0]}
+        if alternative:
+            groups["pulscar"] = alternative
+        bootstrap = alpha_interval(
+            groups, config.with_(interval_resamples=resamples), seed, (), executor.map
+        )
+    if method == "auto":
+        first = per_iteration[0]
+        test = MixTest(0.0, 0.0, 0.0, 0.0)
+        if alternative:
+            test = scar_mix_test(
+                [r.alpha for r in first], [r.n_positive for r in first], bootstrap.draws["pulsnar"]
+            )
+        method, evidence = choose_method(
+            test, n_clusters, clustering.cluster_features.size, clustering.model_features.size
+        )
+        if alternative:
+            evidence["readings"] = {
+                "pulscar": round(pulscar_first.alpha, 4),
+                "pulsnar": round(sum(r.alpha for r in first), 4),
+            }
+            evidence["bootstrap"] = {
+                name: [round(a, 4), round(sd, 4)] for name, (a, sd) in bootstrap.readings.items()
+            }
+        if method == "pulscar":
+            if alternative:
+                alternative = per_iteration[0]
+                per_iteration = [[r] for r in pulscar_results]
+            n_clusters = 1
+        log = logger.warning if evidence["subtypes_may_be_unseen"] else logger.info
+        log("method auto: %s (%s)", method, evidence["reason"])
+    checked = per_iteration[0]  # the PU classifiers whose separation the checks read
     for i, r in enumerate(checked):
         if r.pu_auc < WEAK_PU_AUC:
             logger.warning(
@@ -907,7 +597,7 @@ def run_pipeline(
     whole = per_iteration[0][0] if len(per_iteration[0]) == 1 else pulscar_first
     negative_auc = None
     if whole is not None:  # to 3 decimals: what is printed is what is compared
-        implied = implied_negative_auc((checked[0] if at_valley else whole).pu_auc, whole.alpha)
+        implied = implied_negative_auc(whole.pu_auc, whole.alpha)
         negative_auc = None if np.isnan(implied) else round(implied, 3)
     if overlaps(negative_auc):
         logger.warning(
@@ -917,21 +607,7 @@ def run_pipeline(
             negative_auc,
             OVERLAP_AUC,
         )
-    readings = [
-        first_read[1]
-        if first_read is not None and it is first_read[0]
-        else subproblems_alpha(it, config.claim_overlap)
-        for it in per_iteration
-    ]
-    alphas = [a for a, _ in readings]
-    cluster_groups = None
-    if method == "pulsnar" and n_clusters > 1:
-        subtypes = readings[0][1]
-        cluster_groups = [(np.flatnonzero(subtypes == g) + 1).tolist() for g in np.unique(subtypes)]
-        if len(cluster_groups) < n_clusters:
-            logger.info(
-                "clusters that claim the same unlabeled rows count once: %s", cluster_groups
-            )
+    alphas = [float(sum(r.alpha for r in it)) for it in per_iteration]
     alpha = float(np.mean(alphas))
     first = per_iteration[0]
     cluster_alphas = [
@@ -939,17 +615,19 @@ def run_pipeline(
     ]
     interval = None
     if config.interval_resamples:
-        stage(f"95% interval: {config.interval_resamples} resamples of the probabilities")
-        assumptions = {method: first}
-        if alternative:
-            assumptions["pulscar" if method == "pulsnar" else "pulsnar"] = alternative
-        interval = alpha_interval(
-            assumptions, config, seed, alphas, executor.map,
-            readers={"pulscar": ("valley",)} if at_valley else None,
-        )  # fmt: skip
-        separated = (evidence or {}).get("separated") if method == "pulsnar" else None
-        if separated and separated["alpha"] is not None:
-            interval = spanning_separated(interval, separated)
+        spans = [method]
+        if evidence is not None and not evidence["decided"]:
+            spans.append("pulscar" if method == "pulsnar" else "pulsnar")
+        interval = bootstrap.spanning(spans, alphas)
+        if len(spans) > 1 and not _overlapping(bootstrap, spans):
+            evidence["readings_differ"] = True
+            logger.warning(
+                "method auto cannot tell SCAR from SNAR (%s), and the two readings differ "
+                "(PULSCAR %.3f, PULSNAR %.3f): the interval spans both",
+                evidence["reason"],
+                evidence["readings"]["pulscar"],
+                evidence["readings"]["pulsnar"],
+            )
         mark("interval")
     probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
     calibrated = improved = metrics = None
@@ -991,9 +669,7 @@ def run_pipeline(
         # the retrain's probabilities mapped to the recovered labels it was trained on
         model_map = fit_calibration_map(improved, scored.labels, None, config.calibration_method)
         if true_labels is not None:
-            if at_valley:  # the PU classifier, not the second scoring
-                baseline = pulscar_first.probabilities
-            elif method == "pulscar":
+            if method == "pulscar":
                 baseline = probability
             elif baseline_scored:
                 baseline = baseline_scored[0].probabilities
@@ -1047,7 +723,6 @@ def run_pipeline(
         method_evidence=evidence,
         clustering=clustering,
         profiles=clustering.profiles if method == "pulsnar" else None,
-        cluster_groups=cluster_groups,
         alpha_interval=interval,
         settings=run_settings,
         metrics=metrics,
