@@ -14,6 +14,18 @@ an earlier commit's defaults on the same runs; each line names its commit.
     python jobs/benchmark_out_of_sample.py fit --seeds 5 6 7 8 9 --out RUNS.jsonl
                                                [--families NAME ...]
 
+``table`` applies each setting of auto's rules (:data:`GRID`: the call's threshold on
+the mix test, its undecided band and what an undecided run reports, the readers the
+interval spans) to the recorded fits, chooses the setting leave-one-family-out on seeds
+0-4 (the one applied to a family is the one with the least :func:`family_losses` over
+all the other families), and reports seeds 5-9, which no choice touches: per family and
+per family group, the in-sample and the leave-one-family-out figures side by side,
+PULSCAR and PULSNAR alone, and an earlier commit's defaults on the same runs
+(``--before``). It writes benchmarks/results/<name>.{md,csv}.
+
+    python jobs/benchmark_out_of_sample.py table --runs RUNS.jsonl [--before RUNS.jsonl]
+                                                 [--name out_of_sample]
+
 Seeds 0-4 are for choosing settings, seeds 5-9 for the figures reported (DESIGN.md
 section 8); no screen may touch 5-9.
 """
@@ -21,6 +33,7 @@ section 8); no screen may touch 5-9.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import subprocess
@@ -28,11 +41,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import DATA
+import pandas as pd
+from common import DATA, RESULTS
 
 import pulsnar_dask
 from pulsnar_dask import PULSNAR, make_pu_data
+from pulsnar_dask.core.interval import Z_95
 from pulsnar_dask.datasets.realdata import REAL_SETS, scar_pu_data
+from pulsnar_dask.pipeline.result import OVERLAP_AUC
 
 SUBTYPE_SETS = ("segment", "digits", "gas", "shuttle", "avila")
 # family -> its group (the acceptance figures are per group) and the fractions it is built at
@@ -145,8 +161,281 @@ def fit(families: list[str], seeds: list[int], out: Path) -> None:
                     run = fit_one(family, fraction, seed, commit)
                     sink.write(json.dumps(run) + "\n")
                     sink.flush()
-                    print(json.dumps({k: run.get(k) for k in ("set", "frac", "seed", "true",
-                                      "alpha", "low", "high", "method", "sec")}), flush=True)
+                    print(
+                        json.dumps(
+                            {
+                                k: run.get(k)
+                                for k in (
+                                    "set",
+                                    "frac",
+                                    "seed",
+                                    "true",
+                                    "alpha",
+                                    "low",
+                                    "high",
+                                    "method",
+                                    "sec",
+                                )
+                            }
+                        ),
+                        flush=True,
+                    )
+
+
+TUNING_SEEDS, REPORTED_SEEDS = range(5), range(5, 10)
+# the settings each run is read with: auto's threshold on the mix test, the half-width of
+# its undecided band, the alpha an undecided run reports (the call's reading, or the
+# middle of both) and the readers the interval spans. The overlap warning's line stays
+# the package's: no family here has classes that overlap enough to judge it
+# (benchmarks/results/overlap.md holds the tables that do).
+GRID = {
+    "mix_z": (-np.inf, 0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, np.inf),
+    "band": (0.0, 1.0, 2.0, 3.0, 5.0, 10.0, np.inf),
+    "point": ("call", "middle"),
+    "readers": (("kernel",), ("kernel", "tail")),
+}
+# the warnings that say a run cannot know (the others note the data, not the reading)
+HONEST = ("hardly tells", "perfectly separated", "can go unseen")
+CONFIDENT_ERROR = 0.05  # an error past it, outside the interval, with no warning
+SMALL_ERROR = 0.02  # a warning on a run closer than this is a false alarm
+
+
+def _span(readings: dict, assumptions, readers) -> tuple[float, float]:
+    kept = [
+        (a, sd)
+        for name, (a, sd) in readings.items()
+        if name.split(" ")[0] in assumptions and name.split(" ")[1] in readers
+    ]
+    low = min(a - Z_95 * sd for a, sd in kept)
+    high = max(a + Z_95 * sd for a, sd in kept)
+    return max(low, 0.0), min(high, 1.0)
+
+
+def read_run(run: dict, setting: dict) -> dict:
+    """One recorded fit read with one setting: its call, alpha, interval and warning."""
+    evidence = run.get("evidence") or {}
+    warned = any(any(key in w for key in HONEST) for w in run["warnings"])
+    auc = run.get("negative_auc")
+    warned |= auc is not None and auc < OVERLAP_AUC
+    if "bootstrap" in evidence:
+        z = evidence["mix_z"] if evidence["mix_z"] is not None else np.inf
+        method = "pulsnar" if z > setting["mix_z"] else "pulscar"
+        alpha = evidence["readings"][method]
+        spans = [method]
+        if abs(z - setting["mix_z"]) < setting["band"]:
+            other = "pulscar" if method == "pulsnar" else "pulsnar"
+            spans.append(other)
+            if setting["point"] == "middle":
+                alpha = (alpha + evidence["readings"][other]) / 2
+            (a, sd_a), (b, sd_b) = (evidence["bootstrap"][f"{m} kernel"] for m in spans)
+            warned |= abs(a - b) > Z_95 * float(np.hypot(sd_a, sd_b))  # readings_differ
+        low, high = _span(evidence["bootstrap"], spans, setting["readers"])
+    else:  # one cluster: PULSCAR's reading alone
+        method, alpha = run["method"], run["alpha"]
+        low, high = _span(run["readings"], [method], setting["readers"])
+    error = abs(alpha - run["true"])
+    miss = max(low - run["true"], run["true"] - high, 0.0)
+    return {
+        "method": method,
+        "error": error,
+        "covered": miss == 0,
+        "width": high - low,
+        "score": high - low + 2 / 0.05 * miss,
+        "warned": warned,
+        "confident_wrong": error > CONFIDENT_ERROR and miss > 0 and not warned,
+        "false_alarm": warned and error < SMALL_ERROR,
+    }
+
+
+def settings_grid() -> list[dict]:
+    return [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
+
+
+def family_losses(reads: pd.DataFrame) -> pd.Series:
+    """What a setting is chosen by, per family: the mean absolute error, a tenth of the
+    mean interval score, a false alarm costing as much as an error of 0.05 and a
+    confident wrong run, the worst outcome, five times that. A setting's loss weighs
+    every family the same."""
+    cost = (
+        reads.error
+        + 0.1 * reads.score
+        + CONFIDENT_ERROR * (5 * reads.confident_wrong.astype(float) + reads.false_alarm)
+    )
+    return cost.groupby(reads.set).mean()
+
+
+def read_all(runs: pd.DataFrame, setting: dict) -> pd.DataFrame:
+    reads = [read_run(run, setting) for run in runs.to_dict("records")]
+    return pd.concat([runs[["set", "group", "frac", "seed"]], pd.DataFrame(reads)], axis=1)
+
+
+def choose(runs: pd.DataFrame, grid: list[dict]) -> tuple[dict, dict[str, dict]]:
+    """On seeds 0-4: the setting best over all families, and per family the one best
+    over the others."""
+    tuning = runs[runs.seed.isin(TUNING_SEEDS)].reset_index(drop=True)
+    losses = pd.DataFrame([family_losses(read_all(tuning, setting)) for setting in grid])
+    best = grid[int(np.argmin(losses.mean(axis=1)))]
+    held_out = {
+        family: grid[int(np.argmin(losses.drop(columns=family).mean(axis=1)))]
+        for family in losses.columns
+    }
+    return best, held_out
+
+
+def figures(reads: pd.DataFrame) -> pd.DataFrame:
+    unwarned = reads[~reads.warned]
+    out = reads.groupby("set", sort=False).agg(
+        runs=("error", "size"),
+        mae=("error", "mean"),
+        coverage=("covered", "mean"),
+        width=("width", "mean"),
+        confident_wrong=("confident_wrong", "sum"),
+        warned=("warned", "mean"),
+        false_alarms=("false_alarm", "sum"),
+        pulscar=("method", lambda m: float(np.mean(m == "pulscar"))),
+    )
+    out["unwarned_width"] = unwarned.groupby("set").width.mean()
+    return out
+
+
+def before_figures(before: pd.DataFrame) -> pd.DataFrame:
+    """An earlier commit's defaults as they ran (alpha, interval and warnings recorded)."""
+    rows = []
+    for run in before.to_dict("records"):
+        warned = any(
+            any(key in w for key in (*HONEST, "overlap (implied AUC")) for w in run["warnings"]
+        )
+        error = abs(run["alpha"] - run["true"])
+        miss = max(run["low"] - run["true"], run["true"] - run["high"], 0.0)
+        rows.append(
+            {
+                "set": run["set"],
+                "error": error,
+                "covered": miss == 0,
+                "width": run["high"] - run["low"],
+                "warned": warned,
+                "confident_wrong": error > CONFIDENT_ERROR and miss > 0 and not warned,
+                "false_alarm": warned and error < SMALL_ERROR,
+                "method": run["method"],
+            }
+        )
+    return figures(pd.DataFrame(rows))
+
+
+def _records(path: Path) -> pd.DataFrame:
+    runs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return pd.DataFrame([r for r in runs if "error" not in r])
+
+
+def _setting_text(setting: dict) -> str:
+    return (
+        f"mix_z {setting['mix_z']:g}, band {setting['band']:g} (alpha: "
+        f"{setting['point']}), readers {'+'.join(setting['readers'])}"
+    )
+
+
+KEYS = ["set", "frac", "seed"]
+
+
+def _cells(row: pd.Series, columns: list[tuple[str, str]]) -> str:
+    out = []
+    for column, form in columns:
+        value = row.get(column, np.nan)
+        out.append("-" if value != value else format(value, form))
+    return " | ".join(out)
+
+
+COUNTS = ("runs", "confident_wrong", "false_alarms", "confident_wrong_before")
+
+
+def _grouped(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per family group: counts summed over its families, other figures their mean."""
+    groups = frame.groupby([FAMILIES[f][0] for f in frame.index], sort=False)
+    return groups.agg({c: "sum" if c in COUNTS else "mean" for c in frame.columns})
+
+
+def table(runs_path: Path, before_path: Path | None, name: str) -> None:
+    runs = _records(runs_path)
+    grid = settings_grid()
+    best, held_out = choose(runs, grid)
+    reported = runs[runs.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
+    inside = read_all(reported, best)
+    lofo = pd.concat(
+        [read_all(reported[reported.set == f].reset_index(drop=True), held_out[f])
+         for f in reported.set.unique()]
+    )  # fmt: skip
+    frame = figures(inside)[["runs", "mae"]].rename(columns={"mae": "mae_in"})
+    frame = frame.join(figures(lofo).drop(columns="runs"))
+    always = {}
+    for method, z in (("pulscar", np.inf), ("pulsnar", -np.inf)):
+        reads = read_all(reported, {**best, "mix_z": z})
+        always[method] = figures(reads).mae
+        frame[f"mae_{method}"] = always[method]
+    seeds = sorted(reported.seed.unique())
+    before_text = ""
+    if before_path is not None:
+        before = _records(before_path)
+        before = before[before.seed.isin(REPORTED_SEEDS)]
+        shared = before.merge(lofo[KEYS], on=KEYS)
+        same = lofo.merge(before[KEYS], on=KEYS)
+        frame["mae_lofo_shared"] = figures(same).mae
+        frame = frame.join(before_figures(shared).add_suffix("_before"))
+        before_text = (
+            f" beside commit {', '.join(sorted(before.commit.unique()))}'s defaults on "
+            f"{len(shared)} of the same runs (seeds "
+            f"{', '.join(map(str, sorted(shared.seed.unique())))})"
+        )
+    frame.to_csv(RESULTS / f"{name}.csv")
+    commits = ", ".join(sorted(runs.commit.unique()))
+    tuning = runs[runs.seed.isin(TUNING_SEEDS)]
+    command = f"python jobs/benchmark_out_of_sample.py table --runs {runs_path.name}"
+    if before_path is not None:
+        command += f" --before {before_path.name}"
+    lines = [
+        "# Defaults out of sample: in sample and leave-one-family-out",
+        "",
+        f"`{command}`, fits of commit {commits}{before_text}; "
+        f"{pd.Timestamp.now(tz='UTC'):%Y-%m-%d}. Settings chosen on seeds "
+        f"{', '.join(map(str, sorted(tuning.seed.unique())))} ({len(tuning)} fits), figures "
+        f"on seeds {', '.join(map(str, seeds))} ({len(reported)} fits), which no choice "
+        f"touched. Chosen on every family (the package's defaults): {_setting_text(best)}.",
+        "",
+        "Per family: MAE with the setting chosen on every family (`in`) and with the one "
+        "chosen on the other families (`lofo`); then, leave-one-family-out: 95% coverage, "
+        "mean width, mean width of the unwarned runs, confident wrong runs (error > 0.05, "
+        "outside the interval, no warning), share of runs warned, false alarms (warned, "
+        "error < 0.02), share read PULSCAR; PULSCAR and PULSNAR alone (MAE); and the "
+        "earlier defaults on the runs both have (`lofo` MAE on those runs beside theirs, "
+        "their coverage, width and confident wrong runs).",
+        "",
+    ]
+    columns = [
+        ("runs", "d"), ("mae_in", ".4f"), ("mae", ".4f"), ("coverage", ".0%"),
+        ("width", ".3f"), ("unwarned_width", ".3f"), ("confident_wrong", "d"),
+        ("warned", ".0%"), ("false_alarms", "d"), ("pulscar", ".0%"),
+        ("mae_pulscar", ".4f"), ("mae_pulsnar", ".4f"),
+    ]  # fmt: skip
+    names = ["runs", "MAE in", "MAE lofo", "cover", "width", "unwarned width", "conf. wrong",
+             "warned", "false alarms", "PULSCAR", "PULSCAR alone", "PULSNAR alone"]  # fmt: skip
+    if before_path is not None:
+        columns += [("mae_lofo_shared", ".4f"), ("mae_before", ".4f"),
+                    ("coverage_before", ".0%"), ("width_before", ".3f"),
+                    ("confident_wrong_before", "d")]  # fmt: skip
+        names += ["MAE lofo, shared runs", "MAE before", "cover before", "width before",
+                  "conf. wrong before"]  # fmt: skip
+    for title, rows in (("family", frame), ("group", _grouped(frame))):
+        lines += ["| " + " | ".join([title, *names]) + " |", "|" + "---|" * (len(names) + 1)]
+        for key, row in rows.iterrows():
+            row = row.astype(object)
+            for c in COUNTS:
+                if c in row and row[c] == row[c]:
+                    row[c] = int(row[c])
+            lines.append(f"| {key} | {_cells(row, columns)} |")
+        lines.append("")
+    lines += ["Setting applied to each family (chosen on the others):", ""]
+    lines += [f"- {family}: {_setting_text(s)}" for family, s in held_out.items()]
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def main() -> None:
@@ -156,9 +445,15 @@ def main() -> None:
     fitting.add_argument("--seeds", type=int, nargs="+", required=True)
     fitting.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
     fitting.add_argument("--out", type=Path, required=True)
+    tabling = sub.add_parser("table", help="choose settings out of sample and report")
+    tabling.add_argument("--runs", type=Path, required=True)
+    tabling.add_argument("--before", type=Path, help="an earlier commit's fits of the same runs")
+    tabling.add_argument("--name", default="out_of_sample", help="results files' name")
     args = parser.parse_args()
     if args.command == "fit":
         fit(args.families, args.seeds, args.out)
+    else:
+        table(args.runs, args.before, args.name)
 
 
 if __name__ == "__main__":

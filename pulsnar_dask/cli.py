@@ -136,9 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "pulscar", "pulsnar"),
         default="auto",
         help="auto (default): cluster the positives, and keep PULSNAR only where the "
-        "hidden positives' subtype mix differs from the labeled ones' (else PULSCAR); "
-        "where the unlabeled rows' scores dip plainly below the labeled positives, read "
-        "alpha at the dip (--valley-depth)",
+        "hidden positives' subtype mix differs from the labeled ones' by more than the "
+        "clusters' own noise (else PULSCAR; where it cannot tell, the interval spans both)",
     )
     run.add_argument("--out", required=True, help="output directory or URL")
     _add_run_options(run)

@@ -36,8 +36,7 @@ SCORING_SETTINGS = [
 ]  # fmt: skip
 CLUSTER_SETTINGS = [
     "n_clusters", "max_clusters", "cluster_selection", "covariance_type",
-    "max_cluster_features", "max_cluster_rows", "min_cluster_fraction", "claim_overlap",
-    "cluster_split", "cluster_split_rounds", "valley_depth",
+    "max_cluster_features", "max_cluster_rows", "min_cluster_fraction",
 ]  # fmt: skip
 _OWN_DOC = """    n_iterations : int, default 1
         Repeats with seeds ``random_state + i``; ``alpha_`` is their mean.
@@ -333,12 +332,10 @@ class PULSNAR(PULSCAR):
         + _OWN_DOC
         + """    method : {"auto", "pulsnar"}, default "auto"
         ``auto`` also fits PULSCAR (all positives as one subproblem) and keeps it when
-        the positives form one cluster or the clusters hide positives in proportion to
-        their labeled ones (:func:`pulsnar_dask.core.subtypes.choose_method`), or reads
-        alpha at the dip of its unlabeled rows' scores where that dip is plain
-        (``valley_depth``; at the dip of a second scoring, the labeled positives against
-        the unlabeled rows below it, where that one is plain too); ``pulsnar`` always
-        sums the clusters.
+        the positives form one cluster or the clusters' subtype mix is within their own
+        noise of what SCAR gives (:func:`pulsnar_dask.core.subtypes.choose_method`); where
+        it cannot tell, the interval spans both readings. ``pulsnar`` always sums the
+        clusters.
 
     Attributes
     ----------
@@ -350,16 +347,16 @@ class PULSNAR(PULSCAR):
     method_ : str
         ``"pulsnar"`` or, with ``method="auto"``, the method chosen.
     method_evidence_ : dict or None
-        With ``method="auto"``: the evidence for ``method_``. Where it kept PULSNAR,
-        ``"separated"`` holds the count that assumes the classes do not overlap, which
-        ``alpha_interval_`` also spans (its reading ``"separated count"``).
+        With ``method="auto"``: the evidence for ``method_``
+        (:func:`pulsnar_dask.core.subtypes.choose_method`); with several clusters also
+        both readings (``"readings"``) and their bootstrap (``"bootstrap"``).
     clustering_ : Clustering
         BIC curve, cluster of each positive, features used.
     cluster_estimates_ : list of AlphaEstimate
         First iteration's densities per cluster.
     subproblems_ : list of SubproblemResult
-        First iteration's subproblems: the clusters', or the one ``method="auto"`` kept
-        (PULSCAR's, or the second scoring it read a valley on).
+        First iteration's subproblems: the clusters', or PULSCAR's where
+        ``method="auto"`` kept it.
     negative_auc_ : float or None
         As PULSCAR's, from the subproblem over all positives (PULSCAR's, scored beside
         the clusters under ``method="auto"``, or the one cluster's); None where none was
@@ -405,10 +402,6 @@ class PULSNAR(PULSCAR):
         max_cluster_features: int | None = _D.max_cluster_features,
         max_cluster_rows: int | None = _D.max_cluster_rows,
         min_cluster_fraction: float = _D.min_cluster_fraction,
-        claim_overlap: float = _D.claim_overlap,
-        cluster_split: float | None = _D.cluster_split,
-        cluster_split_rounds: int = _D.cluster_split_rounds,
-        valley_depth: float = _D.valley_depth,
         method: str = "auto",
     ):
         super().__init__(
@@ -441,10 +434,6 @@ class PULSNAR(PULSCAR):
         self.max_cluster_features = max_cluster_features
         self.max_cluster_rows = max_cluster_rows
         self.min_cluster_fraction = min_cluster_fraction
-        self.claim_overlap = claim_overlap
-        self.cluster_split = cluster_split
-        self.cluster_split_rounds = cluster_split_rounds
-        self.valley_depth = valley_depth
         self.method = method
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:

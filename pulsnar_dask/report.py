@@ -63,8 +63,6 @@ def densities_plot(result: JobResult) -> bytes:
             label=rf"$\alpha f_p$, $\alpha$={est.alpha:.4f}",
         )
         ax.axvline(0.5, color="grey", lw=0.6, ls=":")
-        if est.estimator == "valley":
-            ax.axvline(est.tail_thresholds[0], color="tab:red", ls="--", label="valley cut")
         ax.set_yscale("log")
         ax.set_ylim(max(1e-5, float(est.density_unlabeled.min()) / 2), 1.0)
         name = "PULSCAR" if result.method == "pulscar" else f"cluster {i + 1}"
@@ -81,19 +79,8 @@ def objective_plot(result: JobResult) -> bytes:
     estimator, the tail ratios ``P_U(p >= t) / P_P(p >= t)`` over thresholds.
     """
     fig, axes = _panels(len(result.estimates), "How alpha was read off")
-    for ax, est, sub in zip(axes, result.estimates, result.subproblems, strict=False):
-        if est.estimator == "valley":
-            thresholds, ratios = _tail_curve(sub.probabilities, sub.labels)
-            ax.plot(thresholds, ratios, color="tab:purple", lw=0.8)
-            cut = float(est.tail_thresholds[0])
-            ax.axvline(max(cut, 1e-6), color="grey", ls=":", label=f"valley cut {cut:.3g}")
-            ax.axhline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
-            ax.set_xscale("log")
-            top = 3 * est.alpha + 0.05
-            ax.set_ylim(0, top if top < 1 else 1.05 * max(1.0, float(ratios.max(initial=1.0))))
-            ax.set_xlabel("threshold t (probability)")
-            ax.set_ylabel(r"$P_U(p > t) / P_P(p > t)$")
-        elif est.estimator == "tail":
+    for ax, est in zip(axes, result.estimates, strict=False):
+        if est.estimator == "tail":
             ax.plot(est.tail_thresholds, est.tail_ratios, marker="o", color="tab:purple", lw=0.8)
             ax.axhline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
             ax.set_xlabel("threshold t (positives' quantiles)")
@@ -108,28 +95,12 @@ def objective_plot(result: JobResult) -> bytes:
     return _png(fig)
 
 
-def _tail_curve(
-    probabilities: np.ndarray, labels: np.ndarray, n: int = 200
-) -> tuple[np.ndarray, np.ndarray]:
-    """``P_U(p > t) / P_P(p > t)`` at ``n`` quantiles of all the probabilities (floored at
-    1e-6 for a log axis), where some labeled positive lies above ``t``."""
-    p = np.asarray(probabilities, dtype=float)
-    positive, unlabeled = np.sort(p[labels == 1]), np.sort(p[labels == 0])
-    t = np.unique(np.maximum(np.quantile(p, np.linspace(0.0, 0.999, n)), 1e-6))
-    above_p = 1.0 - np.searchsorted(positive, t, side="right") / positive.size
-    above_u = 1.0 - np.searchsorted(unlabeled, t, side="right") / unlabeled.size
-    keep = above_p > 0
-    return t[keep], above_u[keep] / above_p[keep]
-
-
-def chosen_label(components: int, n_clusters: int, cuts: int) -> str:
-    """The BIC plot's legend for the chosen mixture: its components, the clusters left
-    after small ones merged, and after ``cuts`` cuts in two (each adds a cluster)."""
+def chosen_label(components: int, n_clusters: int) -> str:
+    """The BIC plot's legend for the chosen mixture: its components, and the clusters
+    left after small ones merged."""
     label = f"chosen: {components}"
-    if n_clusters - cuts < components:
-        label += f", {n_clusters - cuts} after merging small ones"
-    if cuts:
-        label += f", {n_clusters} after {cuts} cut{'s' if cuts > 1 else ''} in two"
+    if n_clusters < components:
+        label += f", {n_clusters} after merging small ones"
     return label
 
 
@@ -140,10 +111,10 @@ def bic_plot(result: JobResult) -> bytes:
     kind = result.clustering.covariance_type if result.clustering is not None else ""
     ax.plot(ks, result.bic, marker="o", label=f"{kind} covariance".strip())
     chosen = result.mixture_components
-    clusters, cut = result.n_clusters, 0
+    clusters = result.n_clusters
     if result.clustering is not None:  # the clustering's own count, whatever auto chose
-        clusters, cut = result.clustering.n_clusters, result.clustering.n_cuts
-    ax.axvline(chosen, color="tab:red", ls="--", label=chosen_label(chosen, clusters, cut))
+        clusters = result.clustering.n_clusters
+    ax.axvline(chosen, color="tab:red", ls="--", label=chosen_label(chosen, clusters))
     ax.set_xlabel("number of clusters")
     ax.set_ylabel("BIC")
     ax.set_title("Clustering of the labeled positives")
@@ -197,18 +168,12 @@ CAPTIONS = {
         "against every unlabeled row. Blue: density of the unlabeled rows' out-of-fold "
         "probabilities; orange: alpha times the labeled positives' density. Alpha is the "
         "largest share of the positives' density that still fits under the unlabeled one "
-        "(log scale). Where auto read alpha at the valley of the unlabeled rows' scores, "
-        "dashed marks the dip; the orange area may then rise above the blue, as the labeled "
-        "positives' density under-represents the subtypes that were rarely labeled. Where "
-        "it read the dip of a second scoring (the labeled positives against the unlabeled "
-        "rows below nearly all of them), the panel shows that scoring."
+        "(log scale)."
     ),
     "objective.png": (
         "How each subproblem's alpha was read: the objective over candidate alphas jumps "
         "where alpha times the positives' density starts to exceed the unlabeled density "
-        "(for the tail reader: the tail ratios over thresholds; where auto read alpha at the "
-        "valley, the share of unlabeled rows above each threshold over the labeled "
-        "positives' share, read at the dip, dotted). Dashed: the alpha used."
+        "(for the tail reader: the tail ratios over thresholds). Dashed: the alpha used."
     ),
     "bic.png": (
         "How many subtypes: BIC (lower fits better for its size) of Gaussian mixtures of the "

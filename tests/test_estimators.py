@@ -44,8 +44,7 @@ def test_overlapping_classes_warn_that_alpha_may_be_far_too_high(caplog):
 
 
 def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):
-    # auto without its valley reader, which reads these well separated subtypes (below)
-    est = PULSNAR(random_state=0, n_jobs=2, max_clusters=6, valley_depth=0)
+    est = PULSNAR(random_state=0, n_jobs=2, max_clusters=6)
     est.fit(snar.X, snar.label)
     # three subtypes: three clusters (a tiny extra component is merged into its neighbour)
     assert est.n_clusters_ == 3 == len(est.cluster_alphas_)
@@ -61,63 +60,6 @@ def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):
         members = pos_types[est.clustering_.labels == c]
         assert np.bincount(members).max() / members.size > 0.95
     assert len(est.clustering_.bic) == 6
-
-
-def test_auto_reads_alpha_at_the_valley_of_separated_subtypes(snar):
-    """Three subtypes labeled at different rates, each well apart from the negatives: the
-    unlabeled rows' scores dip between the negatives and the labeled positives, and auto
-    reads alpha there; PULSCAR's kernel reader, one labeling rate for all, reads it low."""
-    from pulsnar_dask.core.alpha import reliable_negatives, valley_cut
-    from pulsnar_dask.core.metrics import implied_negative_auc
-
-    est = PULSNAR(random_state=0, n_jobs=2, max_clusters=6).fit(snar.X, snar.label)
-    valley = est.method_evidence_["valley"]
-    assert valley["credible"] and valley["depth"] <= 0.3 and valley["labeled_below"] <= 0.05
-    assert est.method_ == "pulscar" and est.n_clusters_ == 1
-    assert est.alpha_ == pytest.approx(snar.true_alpha, abs=0.03)
-    assert est.alpha_estimate_.estimator == "valley"
-    assert "the unlabeled rows' scores dip to" in est.method_evidence_["reason"]
-    # the interval reads the subproblem with the valley reader alone, beside the
-    # clusters' readings (the other assumption)
-    assert [k for k in est.alpha_interval_.readings if k.startswith("pulscar")] == [
-        "pulscar valley"
-    ]
-    assert "pulsnar kernel" in est.alpha_interval_.readings
-    kernel = PULSCAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
-    assert kernel.alpha_ < snar.true_alpha - 0.08
-    # the dip that decides is that of PULSCAR's out-of-fold scores
-    first = valley_cut(kernel.oof_proba_, snar.label)
-    assert first.as_dict() == {k: valley[k] for k in ("alpha", "cut", "depth", "labeled_below")}
-    # alpha is read at the dip of the second scoring, the labeled positives against the
-    # unlabeled rows below nearly all of them: the negatives' tail past the first dip
-    # falls back below the second, which reads closer to the truth (0.307 against 0.318)
-    second = valley["rescored"]
-    negatives = reliable_negatives(kernel.oof_proba_, snar.label)
-    assert second["reliable_negatives"] == negatives.sum() > 0.6 * (snar.label == 0).sum()
-    assert second["credible"] and second["depth"] < valley["depth"]
-    assert est.alpha_ == pytest.approx(second["alpha"], abs=5e-5)  # evidence: 4 decimals
-    assert abs(est.alpha_ - snar.true_alpha) < abs(valley["alpha"] - snar.true_alpha) - 0.005
-    assert "scored against the" in est.method_evidence_["reason"]
-    assert not np.array_equal(est.oof_proba_, kernel.oof_proba_)
-    # the checks read the PU classifier's separation, PULSCAR's, at the run's alpha
-    pu_auc = kernel.subproblems_[0].pu_auc
-    assert est.negative_auc_ == round(implied_negative_auc(pu_auc, est.alpha_), 3) > 0.9
-
-
-def test_pulsnar_takes_claim_overlap(snar):
-    """Three subtypes split into six clusters: the halves of a subtype claim the same
-    unlabeled rows, which the default counts once and ``claim_overlap=1`` sums."""
-    fits = {
-        overlap: PULSNAR(
-            random_state=0, n_jobs=2, n_clusters=6, method="pulsnar", claim_overlap=overlap
-        ).fit(snar.X, snar.label)
-        for overlap in (0.3, 1.0)
-    }
-    assert fits[0.3].get_params()["claim_overlap"] == 0.3 == PULSNAR().claim_overlap
-    np.testing.assert_array_equal(fits[0.3].cluster_alphas_, fits[1.0].cluster_alphas_)
-    assert fits[1.0].alpha_ == pytest.approx(fits[1.0].cluster_alphas_.sum())
-    assert fits[0.3].alpha_ < fits[1.0].alpha_ - 0.02
-    assert fits[0.3].alpha_ == pytest.approx(snar.true_alpha, abs=0.02)
 
 
 def test_pulsnar_is_reproducible_and_seed_sensitive(snar):
@@ -200,7 +142,7 @@ def test_bad_options():
     # a value of the wrong type is refused naming the setting and its type, not met later
     # by a comparison's TypeError or a failed unpacking
     for params, message in [
-        ({"claim_overlap": None}, "claim_overlap must be float, got None"),
+        ({"tail_fraction": None}, "tail_fraction must be float, got None"),
         ({"bandwidth_bounds": (0.1,)}, r"bandwidth_bounds must be \(float, float\), got \(0.1,\)"),
         ({"bandwidth_bounds": (0.1, [0.5])}, r"bandwidth_bounds must be .*, got \(0.1, \[0.5\]\)"),
         ({"n_folds": "5"}, "n_folds must be int, got '5'"),
@@ -214,7 +156,7 @@ def test_bad_options():
     # numpy scalars and arrays are what they hold
     config = PUConfig(
         n_folds=np.int64(3),
-        claim_overlap=np.float32(0.25),
+        tail_fraction=np.float32(0.25),
         exact_density=np.bool_(False),
         bandwidth_bounds=np.array([0.05, 0.5]),
     )
@@ -298,77 +240,6 @@ def test_per_feature_xgboost_parameters_follow_the_features_into_every_subproble
             curves.append(c.probability(varied))
         steps = np.diff(np.array(curves), axis=0)
         assert steps.max() <= 1e-6, c.features
-
-
-def _rates(*labeled: int, seed: int = 0):
-    """Negatives at the origin and one positive subtype of 1,000 rows per count in
-    ``labeled``, five apart along its own axis, with that many of them labeled; the rest
-    of each subtype is hidden."""
-    rng = np.random.default_rng(seed)
-    dims = max(3, len(labeled))
-    X = np.concatenate(
-        [rng.normal(0, 1, (2000, dims))]
-        + [rng.normal(0, 1, (1000, dims)) + 5 * np.eye(dims)[j] for j in range(len(labeled))]
-    ).astype(np.float32)
-    y = np.concatenate([np.zeros(2000)] + [np.arange(1000) < n for n in labeled])
-    hidden = 1000 * len(labeled) - sum(labeled)
-    return X, y.astype(int), hidden / (2000 + hidden)
-
-
-def test_a_cluster_whose_halves_hide_positives_at_different_rates_is_cut_in_two(caplog):
-    """Two subtypes in one cluster, labeled at 90% and 10%: the cluster's alpha is read
-    where its labeled positives are densest, the first subtype, and the second one's
-    hidden positives go uncounted; cut in two, each half reads its own."""
-    X, y, true_alpha = _rates(900, 100)
-    settings = dict(method="pulsnar", n_clusters=1, interval_resamples=0, random_state=0)
-    whole = PULSNAR(**settings, cluster_split=None).fit(X, y)
-    assert whole.n_clusters_ == 1 and whole.alpha_ < true_alpha - 0.15
-    with caplog.at_level("INFO", logger="pulsnar_dask"):
-        cut = PULSNAR(**settings, cluster_split=0.2).fit(X, y)
-    assert "clusters [1] hide positives at different rates" in caplog.text
-    assert cut.n_clusters_ == 2 and len(cut.subproblems_) == 2
-    assert np.bincount(cut.clustering_.labels).tolist() == [900, 100]  # largest first
-    assert len(cut.clustering_.profiles) == 2 and cut.clustering_.cut == (1,)
-    assert abs(cut.alpha_ - true_alpha) < 0.03
-    # auto, with PULSCAR scored beside the one cluster that the cut makes two
-    auto = PULSNAR(
-        **{**settings, "method": "auto", "interval_resamples": 2}, cluster_split=0.2
-    ).fit(X, y)
-    assert auto.method_ == "pulsnar" and auto.n_clusters_ == 2
-    assert auto.alpha_ == pytest.approx(cut.alpha_, abs=1e-12)
-    assert "pulscar kernel" in auto.alpha_interval_.readings
-    # subtypes labeled at the same rate: the halves score alike and stay one cluster
-    X, y, true_alpha = _rates(500, 500)
-    for method in ("pulsnar", "auto"):
-        even = PULSNAR(**{**settings, "method": method}, cluster_split=0.2).fit(X, y)
-        whole = PULSNAR(**{**settings, "method": method}, cluster_split=None).fit(X, y)
-        assert even.n_clusters_ == 1 and even.method_ == whole.method_
-        assert even.alpha_ == pytest.approx(whole.alpha_, abs=1e-12)
-
-
-def test_parts_of_a_cut_cluster_are_cut_again_where_their_halves_differ(caplog):
-    """Four subtypes in one cluster, labeled at 90%, 10%, 60% and 20%: one cut leaves
-    parts that mix rates and read low; further rounds (the default) cut the parts again
-    until each holds one subtype, and alpha is read far closer."""
-    X, y, true_alpha = _rates(900, 100, 600, 200)
-    settings = dict(method="pulsnar", n_clusters=1, interval_resamples=0, random_state=0)
-    once = PULSNAR(**settings, cluster_split_rounds=1).fit(X, y)
-    assert once.n_clusters_ == 2 and once.alpha_ < true_alpha - 0.3
-    with caplog.at_level("INFO", logger="pulsnar_dask"):
-        again = PULSNAR(**settings, n_iterations=2).fit(X, y)
-    assert "round 2: 1 part(s) cut again" in caplog.text
-    assert "round 3: 1 part(s) cut again" in caplog.text
-    assert again.n_clusters_ == 4 and again.clustering_.cut == (1,)
-    assert again.clustering_.n_cuts == 3
-    # every iteration reads its own parts' subproblems (other seeds: other readings)
-    assert again.alphas_[0] != again.alphas_[1]
-    sizes = np.bincount(again.clustering_.labels)
-    np.testing.assert_allclose(sizes, [900, 600, 200, 100], atol=5)
-    # the well-labeled subtypes read their own share of the unlabeled rows; the scarcely
-    # labeled ones read low (their reader sees 100-200 positives against 800-900 hidden)
-    hidden = np.array([100, 400, 800, 900]) / np.sum(y == 0)
-    np.testing.assert_allclose(again.cluster_alphas_[:2], hidden[:2], atol=0.01)
-    assert once.alpha_ + 0.25 < again.alphas_[0] < true_alpha
 
 
 def test_the_importance_model_gets_the_users_threads_and_each_scoring_the_executors():

@@ -79,7 +79,7 @@ def test_interval_covers_known_alphas_and_narrows_with_more_rows():
 
 
 def test_cluster_sums_share_the_unlabeled_rows_and_the_span_takes_every_assumption():
-    config = PUConfig(interval_resamples=6, claim_overlap=1.0)  # the plain sum
+    config = PUConfig(interval_resamples=6)
     p_a, p_unl = beta_mixture(0.3, 300, 1500, seed=2)
     p_b = np.random.default_rng(9).beta(6, 2, 200)
     clusters = [subproblem(p_a, p_unl, config), subproblem(p_b, p_unl, config, 300)]
@@ -102,27 +102,28 @@ def test_cluster_sums_share_the_unlabeled_rows_and_the_span_takes_every_assumpti
     assert wide.low == 0.0 and wide.high > 0.95
 
 
-def test_a_group_read_with_its_own_readers_leaves_the_others_as_they_were():
-    """Where auto reads PULSCAR at a valley, that group is read with the valley reader
-    alone; the clusters keep the configured readers and their resamples."""
-    from pulsnar_dask.core.alpha import valley_cut
-
-    config = PUConfig(interval_resamples=6, claim_overlap=1.0)
+def test_spanning_keeps_some_assumptions_and_each_resample_s_cluster_alphas():
+    """The interval over one assumption is that assumption's own; the draws hold each
+    subproblem's alpha per resample, whose sum is the group's reading in that resample."""
+    config = PUConfig(interval_resamples=6)
     p_a, p_unl = beta_mixture(0.3, 300, 1500, seed=5)
-    clusters = [subproblem(p_a, p_unl, config)]
-    pulscar = [subproblem(p_a, p_unl, config)]
-    default = alpha_interval({"pulsnar": clusters, "pulscar": pulscar}, config)
-    valley = alpha_interval(
-        {"pulsnar": clusters, "pulscar": pulscar}, config, readers={"pulscar": ("valley",)}
-    )
-    assert list(valley.readings) == [f"pulsnar {r}" for r in INTERVAL_READERS] + ["pulscar valley"]
-    for reader in INTERVAL_READERS:
-        assert valley.readings[f"pulsnar {reader}"] == default.readings[f"pulsnar {reader}"]
-    point, sd = valley.readings["pulscar valley"]
-    assert point == valley_cut(pulscar[0].probabilities, pulscar[0].labels).alpha
-    assert sd > 0
-    spans = [a - Z_95 * s for a, s in valley.readings.values()]
-    assert valley.low == pytest.approx(max(0.0, min(spans)))
+    p_b = np.random.default_rng(3).beta(6, 2, 200)
+    clusters = [subproblem(p_a, p_unl, config), subproblem(p_b, p_unl, config, 300)]
+    pulscar = [subproblem(np.r_[p_a, p_b], p_unl, config)]
+    both = alpha_interval({"pulsnar": clusters, "pulscar": pulscar}, config)
+    assert both.spanned == ("pulsnar", "pulscar")
+    for name in ("pulsnar", "pulscar"):
+        alone = both.spanning([name])
+        assert set(alone.readings) == {f"{name} {r}" for r in INTERVAL_READERS}
+        assert alone.low >= both.low and alone.high <= both.high
+    # the first group's resamples do not depend on the others'
+    assert alpha_interval({"pulsnar": clusters}, config) == both.spanning(["pulsnar"])
+    draws = both.draws["pulsnar"]
+    assert draws.shape == (6, 2) and both.draws["pulscar"].shape == (6, 1)
+    kernel_sd = np.std(draws.sum(axis=1), ddof=1)
+    assert both.readings["pulsnar kernel"][1] == pytest.approx(kernel_sd, abs=1e-12)
+    with pytest.raises(ValueError, match="no readings of"):
+        both.spanning(["pulsnar", "separated"])
 
 
 def test_interval_refuses_mismatched_unlabeled_rows_and_too_few_resamples():
@@ -142,7 +143,7 @@ def test_interval_refuses_mismatched_unlabeled_rows_and_too_few_resamples():
         alpha_interval({"pulscar": [a]}, config.with_(interval_resamples=0))
 
 
-@pytest.mark.parametrize("reader", ["kernel", "tail", "bbe", "valley"])
+@pytest.mark.parametrize("reader", ["kernel", "tail", "bbe"])
 def test_alpha_alone_is_what_the_full_reading_gives(reader):
     from pulsnar_dask.core.subproblem import alpha_value
 
@@ -151,24 +152,3 @@ def test_alpha_alone_is_what_the_full_reading_gives(reader):
     sub = subproblem(p_pos, p_unl, config)
     full = read_alpha(sub.probabilities, sub.labels, config, 3).alpha
     assert alpha_value(sub.probabilities, sub.labels, config, 3) == full
-
-
-def test_a_subtype_cut_into_two_clusters_counts_once_and_distinct_subtypes_add_up():
-    """Clusters cut from one subtype claim the same hidden positives; the interval's
-    readings count them once, and still add up subtypes that claim different rows."""
-    config = PUConfig(interval_resamples=4, claim_overlap=0.5)
-    rng = np.random.default_rng(4)
-    n_u = 3000
-    kind = rng.choice(3, n_u, p=[0.7, 0.15, 0.15])  # negatives, subtype A, subtype B
-    scores = rng.beta(2, 8, (2, n_u))
-    scores[0, kind == 1] = rng.beta(8, 2, np.sum(kind == 1))  # A's classifier finds A
-    scores[1, kind == 2] = rng.beta(8, 2, np.sum(kind == 2))
-    halves = [subproblem(rng.beta(8, 2, 200), scores[0], config, 1000 * i) for i in range(2)]
-    other = subproblem(rng.beta(8, 2, 200), scores[1], config, 5000)
-    cut = alpha_interval({"pulsnar": [*halves, other]}, config, seed=1)
-    one_subtype = halves[0].alpha + other.alpha
-    assert cut.readings["pulsnar kernel"][0] == pytest.approx(one_subtype, abs=0.01)
-    summed = alpha_interval({"pulsnar": [*halves, other]}, config.with_(claim_overlap=1.0))
-    assert summed.readings["pulsnar kernel"][0] == pytest.approx(
-        sum(r.alpha for r in [*halves, other])
-    )

@@ -17,14 +17,6 @@ thresholds ``t`` at quantiles of the positives' probabilities from the median up
 cluster subproblems: there the unlabeled rows hold other clusters' positives, which score
 in the middle of the range, and the kernel objective's sharpest kink lands on that plateau
 (benchmarks/results/README.md).
-
-``valley``: the share of unlabeled rows that score above the deepest dip of their density
-between the negatives' mode and the labeled positives, over the share of labeled positives
-above it (:func:`valley_cut`). Where the classifier ranks every positive subtype above the
-negatives, however rarely each is labeled, that counts the hidden positives of all of them;
-the other readers read the ratio where the positives are best labeled, and read SNAR data
-low. It needs such a dip: ``method="auto"`` reads it only where one is plain
-(:meth:`ValleyCut.credible`; benchmarks/results/README.md, item 50).
 """
 
 from __future__ import annotations
@@ -55,14 +47,6 @@ TAIL_THRESHOLDS = 10
 BBE_DELTA = 0.1
 # Random halvings of the rows BBE is cross-fitted over (see best_bin_alpha).
 BBE_SPLITS = 5
-# The valley reader's grid points, the probabilities' clip before their logit, and the
-# share of labeled positives a plain dip may lie above (ValleyCut.credible).
-VALLEY_GRID = 512
-LOGIT_CLIP = 1e-7
-VALLEY_MAX_LABELED_BELOW = 0.05
-# separated_count reads nothing where the labeled positives' share above its threshold
-# exceeds the reliable negatives' by less than this: the adjustment divides by the gap
-SEPARATED_MIN_GAP = 0.5
 
 
 @dataclass(frozen=True)
@@ -92,9 +76,8 @@ class AlphaEstimate:
     estimator : str
         The reader alpha comes from (:func:`estimate_alpha`).
     tail_thresholds, tail_ratios : ndarray
-        Thresholds and ``P_U(p >= t) / P_P(p >= t)`` of the tail or BBE reader, or the
-        valley reader's one cut and ``P_U(p > cut) / P_P(p > cut)`` (below 1, as alpha;
-        empty for ``kernel``).
+        Thresholds and ``P_U(p >= t) / P_P(p >= t)`` of the tail or BBE reader (empty
+        for ``kernel``).
     """
 
     alpha: float
@@ -242,188 +225,6 @@ def _smallest_ratio(ratios: np.ndarray) -> float:
     return float(min(ratios.min(), CANDIDATES[-1]))
 
 
-@dataclass(frozen=True)
-class ValleyCut:
-    """The dip of the unlabeled rows' scores between the negatives and the labeled positives.
-
-    Attributes
-    ----------
-    alpha : float
-        ``P_U(p > cut) / P_P(p > cut)``, below 1: the unlabeled rows above the cut, with
-        the hidden positives below it counted in the share the labeled ones have there.
-    cut : float
-        The probability at the dip.
-    depth : float
-        The unlabeled rows' density at the cut over its height at their mode below the
-        labeled positives' median (1: no dip).
-    labeled_below : float
-        Share of the labeled positives at or below the cut.
-    """
-
-    alpha: float
-    cut: float
-    depth: float
-    labeled_below: float
-
-    def credible(self, max_depth: float) -> bool:
-        """Whether the dip is plain enough to read alpha at.
-
-        Parameters
-        ----------
-        max_depth : float
-            The largest ``depth`` taken (``PUConfig.valley_depth``).
-
-        Returns
-        -------
-        bool
-            ``depth <= max_depth`` and ``labeled_below <= VALLEY_MAX_LABELED_BELOW``. Where
-            not, the unlabeled rows' scores run on into the positives' and a cut there
-            counts negatives.
-        """
-        return self.depth <= max_depth and self.labeled_below <= VALLEY_MAX_LABELED_BELOW
-
-    def as_dict(self) -> dict[str, float]:
-        """JSON-ready, rounded as the summary prints it."""
-        return {
-            "alpha": round(self.alpha, 4),
-            "cut": float(f"{self.cut:.4g}"),
-            "depth": round(self.depth, 3),
-            "labeled_below": round(self.labeled_below, 4),
-        }
-
-
-def _logits(p: np.ndarray) -> np.ndarray:
-    q = np.clip(p, LOGIT_CLIP, 1.0 - LOGIT_CLIP)
-    return np.log(q) - np.log1p(-q)
-
-
-def _smoothed_counts(x: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Gaussian kernel density of ``x`` on an even ``grid`` (Scott's bandwidth), binned:
-    the counts per grid cell convolved with the kernel, so millions of rows cost one pass."""
-    step = grid[1] - grid[0]
-    edges = np.append(grid - step / 2, grid[-1] + step / 2)
-    counts = np.histogram(x, bins=edges)[0].astype(float)
-    bandwidth = max(float(np.std(x)) * x.size ** (-1 / 5), step)
-    reach = int(np.ceil(4 * bandwidth / step))
-    offsets = np.arange(-reach, reach + 1) * step
-    # the full convolution, cut back to the grid (``mode="same"`` returns the longer of
-    # the two inputs where the kernel outreaches the grid)
-    full = np.convolve(counts, np.exp(-0.5 * (offsets / bandwidth) ** 2))
-    return full[reach : reach + grid.size]
-
-
-def valley_cut(probabilities: np.ndarray, labels: np.ndarray) -> ValleyCut:
-    """Read alpha at the dip of the unlabeled rows' scores below the labeled positives.
-
-    On the logit of the probabilities: the unlabeled rows' density (:func:`_smoothed_counts`
-    on ``VALLEY_GRID`` points from their 0.1% quantile to the labeled positives' 99.9%
-    one), its mode below the labeled positives' median (the negatives), and its lowest
-    point between that mode and the median (the cut).
-
-    Parameters
-    ----------
-    probabilities : array-like of shape (n,)
-        Out-of-fold classifier probabilities of being labeled positive, in [0, 1].
-    labels : array-like of shape (n,)
-        1 for labeled positives, 0 for unlabeled.
-
-    Returns
-    -------
-    ValleyCut
-        Where no point lies between the mode and the median (or no unlabeled row lies
-        below the median), the cut is the labeled positives' median probability and the
-        depth 1.
-    """
-    p, y = _check_inputs(probabilities, labels)
-    x_u, x_p = _logits(p[y == 0]), _logits(p[y == 1])
-    median = float(np.median(x_p))
-    low, high = float(np.quantile(x_u, 0.001)), float(np.quantile(x_p, 0.999))
-    cut_p, depth = float(np.median(p[y == 1])), 1.0
-    # at most as high as the positives' top: half of them may sit at the clipped logit
-    if low < median <= high:
-        grid = np.linspace(low, high, VALLEY_GRID)
-        density = _smoothed_counts(x_u, grid)
-        below = np.flatnonzero(grid < median)
-        mode = below[np.argmax(density[below])]
-        between = np.arange(mode + 1, below[-1] + 1)
-        if between.size and density[mode] > 0:
-            dip = between[np.argmin(density[between])]
-            cut_p = float(1.0 / (1.0 + np.exp(-grid[dip])))
-            depth = float(density[dip] / density[mode])
-    n_positive = int(np.sum(y == 1))
-    n_below = int(np.count_nonzero(p[y == 1] <= cut_p))  # counted: exact at 5%
-    above_p = (n_positive - n_below) / n_positive
-    alpha = float(np.mean(p[y == 0] > cut_p)) / above_p if above_p > 0 else 1.0
-    labeled_below = n_below / n_positive
-    return ValleyCut(min(alpha, float(CANDIDATES[-1])), cut_p, depth, labeled_below)
-
-
-def reliable_negatives(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """The unlabeled rows scored below all but ``VALLEY_MAX_LABELED_BELOW`` of the labeled
-    positives: where a plain valley shows (:meth:`ValleyCut.credible`), the negatives'
-    mode and the dip lie there, and few hidden positives of any subtype.
-
-    Parameters
-    ----------
-    probabilities : array-like of shape (n,)
-        Out-of-fold classifier probabilities of being labeled positive, in [0, 1].
-    labels : array-like of shape (n,)
-        1 for labeled positives, 0 for unlabeled.
-
-    Returns
-    -------
-    ndarray of bool of shape (n,)
-        True for the unlabeled rows whose probability is below the labeled positives'
-        ``VALLEY_MAX_LABELED_BELOW`` quantile.
-    """
-    p, y = _check_inputs(probabilities, labels)
-    below = float(np.quantile(p[y == 1], VALLEY_MAX_LABELED_BELOW))
-    return (y == 0) & (p < below)
-
-
-def separated_count(
-    probabilities: np.ndarray, labels: np.ndarray, negatives: np.ndarray, threshold: float = 0.5
-) -> float:
-    """Alpha if positives and negatives do not overlap: an adjusted classify-and-count.
-
-    ``probabilities`` come from a classifier of the labeled positives against the
-    reliable negatives (:func:`reliable_negatives`), scoring every row out of fold. The
-    share of unlabeled rows above ``threshold``, less the reliable negatives' share above
-    it, over the labeled positives' share less theirs (Forman's adjusted count). It needs
-    no subtypes: a hidden positive counts if it looks more like some labeled positive
-    than like the negatives, however rarely its kind is labeled. It also counts every
-    negative that looks like a positive, so where the classes overlap it reads high.
-
-    Parameters
-    ----------
-    probabilities : array-like of shape (n,)
-        Out-of-fold probabilities, in [0, 1].
-    labels : array-like of shape (n,)
-        1 for labeled positives, 0 for unlabeled.
-    negatives : array-like of bool of shape (n,)
-        The reliable negatives, unlabeled rows.
-    threshold : float
-        The probability above which a row counts as positive.
-
-    Returns
-    -------
-    float
-        A fraction of the unlabeled rows, in [0, 1]; NaN where the labeled positives'
-        share above ``threshold`` exceeds the reliable negatives' by less than
-        ``SEPARATED_MIN_GAP``: the classifier hardly tells them apart, and dividing by
-        that gap would blow the raw share's noise up past twice its size.
-    """
-    p, y = _check_inputs(probabilities, labels)
-    negatives = np.asarray(negatives, dtype=bool).ravel()
-    if negatives.shape != y.shape or np.any(negatives & (y == 1)) or not negatives.any():
-        raise ValueError("negatives must mark some unlabeled rows, one flag per row")
-    above = p > threshold
-    tpr, fpr = float(np.mean(above[y == 1])), float(np.mean(above[negatives]))
-    if tpr - fpr < SEPARATED_MIN_GAP:
-        return float("nan")
-    return float(np.clip((np.mean(above[y == 0]) - fpr) / (tpr - fpr), 0.0, 1.0))
-
-
 def best_bin_ratios(
     probabilities: np.ndarray, labels: np.ndarray, delta: float = BBE_DELTA
 ) -> tuple[np.ndarray, np.ndarray, int]:
@@ -567,11 +368,10 @@ def estimate_alpha(
         ``grid``: the paper's mean kernel, normalised once over the grid.
     random_state : int or None
         Seed of the global bandwidth search and of BBE's random halvings.
-    estimator : {"kernel", "tail", "bbe", "valley"}
-        Alpha from the kernel objective (PULSCAR), the smallest tail ratio, Best Bin
-        Estimation (:func:`best_bin_alpha`) or the tail ratio at the dip of the unlabeled
-        rows' scores (:func:`valley_cut`; see the module docstring); the densities and
-        objective are computed either way.
+    estimator : {"kernel", "tail", "bbe"}
+        Alpha from the kernel objective (PULSCAR), the smallest tail ratio or Best Bin
+        Estimation (:func:`best_bin_alpha`); the densities and objective are computed
+        either way.
     tail_fraction : float
         Share of the positives the tail estimator keeps above its thresholds.
 
@@ -615,10 +415,6 @@ def estimate_alpha(
     elif estimator == "tail":
         thresholds, ratios = tail_ratios(p, y, tail_fraction)
         alpha = _smallest_ratio(ratios)
-    elif estimator == "valley":
-        valley = valley_cut(p, y)
-        alpha = valley.alpha
-        thresholds, ratios = np.array([valley.cut]), np.array([alpha])
     else:
         thresholds, ratios, _ = best_bin_ratios(p, y)
         alpha = best_bin_alpha(p, y, random_state=random_state)

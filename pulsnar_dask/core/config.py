@@ -22,7 +22,7 @@ from pulsnar_dask.core.choices import check_choice
 
 BIN_METHODS = ("square_root", "sturges", "rice", "scott", "fd")
 ALPHA_REGIONS = ("upper", "all", "positives")
-ALPHA_ESTIMATORS = ("kernel", "tail", "bbe", "valley")
+ALPHA_ESTIMATORS = ("kernel", "tail", "bbe")
 BANDWIDTH_SEARCHES = ("local", "global")
 BANDWIDTH_ERRORS = ("mse", "js")
 BANDWIDTH_BOUNDS = (0.05, 0.5)
@@ -35,6 +35,7 @@ CALIBRATION_METHODS = ("isotonic", "sigmoid")
 CALIBRATION_DATA = ("PU", "U")
 DEFAULT_TAIL_FRACTION = 0.1
 DEFAULT_N_ROUNDS = 100
+DEFAULT_RESAMPLES = 30
 # Seeds run from 0 to this (numpy's and scikit-learn's range of random states).
 MAX_SEED = 2**32 - 1
 
@@ -192,10 +193,7 @@ class PUConfig:
     alpha_estimator: str = option(
         "kernel",
         "How each subproblem's alpha is read from its probabilities: the beta-kernel "
-        "objective, the smallest tail ratio, Best Bin Estimation (cross-fitted), or the "
-        "tail ratio at the dip of the unlabeled rows' scores below the labeled positives "
-        "(what method auto reads where that dip is plain: valley_depth); measured on "
-        "every benchmark family (decision record, items 14 and 50).",
+        "objective, the smallest tail ratio, or Best Bin Estimation (cross-fitted).",
         type="str",
         choices=ALPHA_ESTIMATORS,
         flag="--alpha-estimator",
@@ -306,44 +304,6 @@ class PUConfig:
         choices=CLUSTER_SELECTIONS,
         flag="--cluster-selection",
     )
-    claim_overlap: float = option(
-        1.0,
-        "PULSNAR clusters whose claimed unlabeled rows (each cluster's top alpha_c |U|) "
-        "overlap by more than this share of the smaller claim count as one subtype: "
-        "their claims are united, not summed. 1: always summed (the paper); 0: united "
-        "wherever they share a row (decision record, item 21).",
-        type="float",
-        flag="--claim-overlap",
-    )
-    valley_depth: float = option(
-        0.3,
-        "method auto: where PULSCAR's scores of the unlabeled rows dip between the "
-        "negatives' mode and the labeled positives (below all but 5% of them) to at most "
-        "this share of the mode's density, alpha is read at the dip (the valley reader), "
-        "however rarely each subtype is labeled: at the dip of a second scoring, the labeled "
-        "positives against the unlabeled rows below it, where that one is plain too; 0: "
-        "never (decision record, items 50 and 51).",
-        type="float",
-        flag="--valley-depth",
-    )
-    cluster_split: float | None = option(
-        None,
-        "Split a PULSNAR cluster in two where a two-component mixture fits its positives "
-        "better (lower BIC) and its subproblem's probabilities tell the two halves' labeled "
-        "positives apart, their AUC farther than this from 0.5: the halves hide positives "
-        "at different rates, which one cluster reads low; none: never.",
-        type="float or None",
-        flag="--cluster-split",
-        parse=_optional(float),
-    )
-    cluster_split_rounds: int = option(
-        3,
-        "Rounds of cluster_split's cuts: each part of a cut cluster is cut again where its "
-        "own subproblem tells its halves apart, for at most this many rounds (3: a cluster "
-        "becomes at most 8 parts; 1: cut once; decision record, item 40).",
-        type="int",
-        flag="--cluster-split-rounds",
-    )
     covariance_type: str = option(
         "auto",
         "Covariance of the mixtures' components: auto fits full and diagonal covariances "
@@ -392,10 +352,10 @@ class PUConfig:
         flag="--calibration-data",
     )
     interval_resamples: int = option(
-        30,
+        DEFAULT_RESAMPLES,
         "Bootstrap resamples of the probabilities behind the 95% interval of alpha; 0: "
-        "no interval (and where auto reads PULSNAR, no second scoring for the "
-        "separated-classes reading it also spans).",
+        "no interval (method auto with several clusters still draws 30, to weigh the "
+        "clusters' noise).",
         type="int",
         flag="--interval-resamples",
     )
@@ -415,7 +375,7 @@ class PUConfig:
             raise ValueError(f"bandwidth bounds must satisfy 0 < low < high, got {low}, {high}")
         if not 0 < self.tail_fraction < 0.5:
             raise ValueError(f"tail_fraction must be in (0, 0.5), got {self.tail_fraction}")
-        at_least = {"n_folds": 2, "n_rounds": 1, "max_clusters": 1, "cluster_split_rounds": 1}
+        at_least = {"n_folds": 2, "n_rounds": 1, "max_clusters": 1}
         at_least_or_none = {
             "n_clusters": 1,
             "max_cluster_features": 1,
@@ -434,12 +394,6 @@ class PUConfig:
             raise ValueError(
                 f"min_cluster_fraction must be in [0, 1), got {self.min_cluster_fraction}"
             )
-        if not 0 <= self.claim_overlap <= 1:
-            raise ValueError(f"claim_overlap must be in [0, 1], got {self.claim_overlap}")
-        if not 0 <= self.valley_depth < 1:
-            raise ValueError(f"valley_depth must be in [0, 1), got {self.valley_depth}")
-        if self.cluster_split is not None and not 0 <= self.cluster_split < 0.5:
-            raise ValueError(f"cluster_split must be in [0, 0.5) or None, got {self.cluster_split}")
         if self.interval_resamples < 0 or self.interval_resamples == 1:
             raise ValueError(
                 f"interval_resamples must be 0 (no interval) or at least 2, got "

@@ -10,18 +10,15 @@ spans all three:
    deviation ``sd``;
 2. the reader: alpha read with the kernel objective and with the tail ratios
    (:mod:`pulsnar_dask.core.alpha`), whose biases differ, and with the configured reader if it
-   is another (where ``method="auto"`` read alpha at a valley of the unlabeled rows'
-   scores, the subproblem read there, PULSCAR's or its second scoring, is read with the
-   valley reader alone);
-3. the labeling assumption: PULSNAR's clusters and PULSCAR, where both were computed
-   (``method="auto"`` with more than one cluster).
+   is another;
+3. the labeling assumption: PULSNAR's clusters and PULSCAR, where ``method="auto"``
+   computed both and could not tell which holds
+   (:func:`~pulsnar_dask.core.subtypes.choose_method`).
 
 Each (assumption, reader) reading ``a`` gives ``a +- 1.96 sd``; the interval runs from the
 lowest to the highest of these (and over the t-interval of the mean of several
-iterations), clipped to [0, 1]. Measured on every benchmark family in
-benchmarks/results/README.md (items 18 and 19): one reading's bootstrap alone covered the
-true alpha in 14-95% of the runs per family, this span in 90-100% on every family but
-one whose clustering misses the subtypes.
+iterations), clipped to [0, 1]. The same resamples give each subproblem's alpha, from
+which auto weighs the clusters' estimation noise.
 """
 
 from __future__ import annotations
@@ -35,16 +32,9 @@ import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.stats import mean_ci
-from pulsnar_dask.core.subproblem import (
-    SubproblemResult,
-    alpha_value,
-    combined_alpha,
-    group_subproblems,
-)
+from pulsnar_dask.core.subproblem import SubproblemResult, alpha_value
 
 INTERVAL_READERS = ("kernel", "tail")
-# Resamples method="auto" draws to weigh its clusters where no interval is asked for.
-DEFAULT_RESAMPLES = 30
 Z_95 = 1.959963984540054
 
 
@@ -113,33 +103,30 @@ Pairs = Sequence[Sequence[tuple[np.ndarray, np.ndarray]]]
 
 def _readings(
     groups: Pairs,
-    subtypes: Sequence[np.ndarray],
-    readers: Sequence[Sequence[str]],
+    readers: Sequence[str],
     config: PUConfig,
     seed: int,
     picks: Sequence[tuple[np.ndarray, list[np.ndarray]]] | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Alpha per (group, reader), the subproblems' ``(probabilities, labels)`` combined as
-    configured, on the rows or on one resample of them; ``readers[g]`` are group ``g``'s
-    (NaN past a group's last reader). Beside it, alpha per (group, subproblem) with each
-    group's first reader (NaN past a group's last subproblem)."""
-    out = np.full((len(groups), max(map(len, readers))), np.nan)
+    """Alpha per (group, reader), the sum of the group's subproblems' alphas, on the rows
+    or on one resample of them; beside it, alpha per (group, subproblem) with the first
+    reader (NaN past a group's last subproblem)."""
+    out = np.full((len(groups), len(readers)), np.nan)
     parts = np.full((len(groups), max(map(len, groups))), np.nan)
     for g, group in enumerate(groups):
         resampled = []
         for s, (p, y) in enumerate(group):
-            unl = p[y == 0]
             if picks is not None:
                 unlabeled, positives = picks[g]
                 pos = p[y == 1][positives[s]]
-                unl = unl[unlabeled]
+                unl = p[y == 0][unlabeled]
                 p = np.concatenate([pos, unl])
                 y = np.concatenate([np.ones(pos.size, np.int8), np.zeros(unl.size, np.int8)])
-            resampled.append((p, y, unl))
-        for r, reader in enumerate(readers[g]):
+            resampled.append((p, y))
+        for r, reader in enumerate(readers):
             cfg = config.with_(alpha_estimator=reader)
-            alphas = [alpha_value(p, y, cfg, seed) for p, y, _ in resampled]
-            out[g, r] = combined_alpha([unl for *_, unl in resampled], alphas, subtypes[g])
+            alphas = [alpha_value(p, y, cfg, seed) for p, y in resampled]
+            out[g, r] = float(np.sum(alphas))
             if r == 0:
                 parts[g, : len(alphas)] = alphas
     return out, parts
@@ -148,12 +135,11 @@ def _readings(
 def resample_readings(
     resample: np.random.SeedSequence,
     sizes: Sequence[int],
-    subtypes: Sequence[np.ndarray],
-    readers: Sequence[Sequence[str]],
+    readers: Sequence[str],
     config: PUConfig,
     seed: int,
     *arrays: np.ndarray,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """The readings of one bootstrap resample (one task of the interval's fan-out).
 
     The unlabeled rows are drawn from the resample's first stream, shared by every
@@ -166,16 +152,16 @@ def resample_readings(
         The resample's seed.
     sizes : sequence of int
         Subproblems per group.
-    subtypes, readers, config, seed
-        As :func:`_readings` (``readers``: each group's).
+    readers, config, seed
+        As :func:`_readings`.
     *arrays : ndarray
         Each subproblem's probabilities and labels, group after group (flat, so that a
         Dask executor sends each array to a worker once for every resample).
 
     Returns
     -------
-    (ndarray of shape (n_groups, the most readers of a group), ndarray of shape
-    (n_groups, the most subproblems of a group))
+    (ndarray of shape (n_groups, n_readers), ndarray of shape (n_groups, the most
+    subproblems of a group))
         As :func:`_readings`.
     """
     pairs = list(zip(arrays[::2], arrays[1::2], strict=True))
@@ -188,7 +174,7 @@ def resample_readings(
     for group, rng in zip(groups, rng_groups, strict=True):
         n_positive = [int(np.sum(y == 1)) for _, y in group]
         picks.append((unlabeled, [rng.integers(0, n, n) for n in n_positive]))
-    return _readings(groups, subtypes, readers, config, seed, picks)
+    return _readings(groups, readers, config, seed, picks)
 
 
 def _in_turn(fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
@@ -201,21 +187,19 @@ def alpha_interval(
     seed: int = 0,
     alphas: Sequence[float] = (),
     map_resamples: Callable[[Callable[..., Any], Sequence[tuple]], list[Any]] | None = None,
-    readers: Mapping[str, Sequence[str]] | None = None,
 ) -> AlphaInterval:
-    """Return the 95% interval of alpha from the collected probabilities.
+    """Return the 95% interval of alpha from the collected probabilities, spanning every
+    assumption given (:meth:`AlphaInterval.spanning` narrows it to some).
 
     Parameters
     ----------
     groups : mapping of str to sequences of SubproblemResult
         One entry per labeling assumption computed, by name: ``"pulsnar"``, PULSNAR's
-        cluster subproblems (alpha is their :func:`~pulsnar_dask.core.subproblem.combined_alpha`,
-        the groups read once from the collected probabilities); ``"pulscar"``, PULSCAR's
-        one subproblem. Every subproblem holds the same unlabeled rows (ascending ids).
+        cluster subproblems (alpha is the sum of theirs); ``"pulscar"``, PULSCAR's one
+        subproblem. Every subproblem holds the same unlabeled rows (ascending ids).
     config : PUConfig
         The reading settings (``config.alpha_estimator`` is read beside
-        ``INTERVAL_READERS``), ``config.claim_overlap`` and ``config.interval_resamples``,
-        the bootstrap resamples.
+        ``INTERVAL_READERS``) and ``config.interval_resamples``, the bootstrap resamples.
     seed : int
         Seed of the resamples.
     alphas : sequence of float
@@ -225,11 +209,6 @@ def alpha_interval(
         ``map(fn, calls) -> [fn(*args) for args in calls]``, run where it can (an
         executor's ``map``: the resamples as tasks); ``None``: one after another here.
         Each resample has its own seed, so the result is the same either way.
-    readers : mapping of str to sequences of str, or None
-        The readers of the named groups, where not ``config.alpha_estimator`` and
-        ``INTERVAL_READERS``: ``{"pulscar": ("valley",)}`` where ``method="auto"`` read
-        alpha at a valley (the other readers read SNAR data low there, as the valley
-        reader was chosen because they do).
 
     Returns
     -------
@@ -245,16 +224,13 @@ def alpha_interval(
         if not np.array_equal(s.row_ids[s.labels == 0], unlabeled_ids):
             raise ValueError("every subproblem must hold the same unlabeled rows")
     del unlabeled_ids
-    default = tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
-    group_readers = [tuple((readers or {}).get(name, default)) for name in names]
-    # Which clusters count as one subtype is read once, from the collected probabilities.
-    subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]
+    readers = tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
     pairs = [[(s.probabilities, s.labels) for s in group] for group in subs]
-    point, _ = _readings(pairs, subtypes, group_readers, config, seed, None)
+    point, _ = _readings(pairs, readers, config, seed, None)
     arrays = [a for group in pairs for pair in group for a in pair]
     sizes = [len(group) for group in subs]
     calls = [
-        (resample, sizes, subtypes, group_readers, config, seed, *arrays)
+        (resample, sizes, readers, config, seed, *arrays)
         for resample in np.random.SeedSequence(seed).spawn(n_resamples)
     ]
     resampled = (map_resamples or _in_turn)(resample_readings, calls)
@@ -263,7 +239,7 @@ def alpha_interval(
     readings = {
         f"{name} {reader}": (float(point[g, r]), float(sd[g, r]))
         for g, name in enumerate(names)
-        for r, reader in enumerate(group_readers[g])
+        for r, reader in enumerate(readers)
     }
     draws = {name: parts[:, g, : sizes[g]] for g, name in enumerate(names)}
     return AlphaInterval(0.0, 1.0, readings, tuple(names), draws).spanning(names, alphas)

@@ -15,7 +15,6 @@ from pulsnar_dask.core.alpha import (
     best_bin_alpha,
     estimate_alpha,
     tail_alpha,
-    valley_cut,
 )
 from pulsnar_dask.core.calibration import (
     CalibrationMap,
@@ -107,14 +106,11 @@ def read_alpha(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: in
 
 def alpha_value(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: int) -> float:
     """Alpha alone, as :func:`read_alpha` reads it, without the densities kept for plots
-    where the reader does not need them (``tail``, ``bbe``, ``valley``): what resamples
-    need."""
+    where the reader does not need them (``tail``, ``bbe``): what resamples need."""
     if config.alpha_estimator == "tail":
         return tail_alpha(proba, labels, config.tail_fraction)
     if config.alpha_estimator == "bbe":
         return best_bin_alpha(proba, labels, random_state=seed)
-    if config.alpha_estimator == "valley":
-        return valley_cut(proba, labels).alpha
     return read_alpha(proba, labels, config, seed).alpha
 
 
@@ -342,106 +338,9 @@ def claimed_rows(unlabeled_probabilities: list[np.ndarray], alphas: list[float])
     return claims
 
 
-def claim_overlaps(claims: np.ndarray) -> np.ndarray:
-    """Pairwise overlap of claims: ``|claim_c & claim_d| / min(|claim_c|, |claim_d|)``.
-
-    Returns
-    -------
-    ndarray of shape (n_subproblems, n_subproblems)
-        In [0, 1]; 0 where either claim is empty, 1 on the diagonal of non-empty claims.
-    """
-    n = claims.shape[0]
-    shared = np.zeros((n, n))
-    for c in range(n):  # pair by pair: no copy of the claims wider than one bool per row
-        for d in range(c, n):
-            shared[c, d] = shared[d, c] = np.count_nonzero(claims[c] & claims[d])
-    sizes = np.diag(shared)
-    smaller = np.minimum.outer(sizes, sizes)
-    return np.divide(shared, smaller, out=np.zeros_like(shared), where=smaller > 0)
-
-
-def subtype_groups(overlaps: np.ndarray, threshold: float) -> np.ndarray:
-    """Clusters that count as one subtype: linked where their claims overlap by more than
-    ``threshold`` (connected components of that graph).
-
-    Two clusters cut from one subtype both claim its hidden positives; two subtypes share
-    only the rows their classifiers misrank.
-
-    Returns
-    -------
-    ndarray of int of shape (n_subproblems,)
-        Group of each subproblem, numbered in order of first appearance.
-    """
-    n = overlaps.shape[0]
-    group = np.arange(n)
-    linked = overlaps > threshold
-    for c in range(n):  # label propagation: few clusters, so a plain loop
-        for d in np.flatnonzero(linked[c]):
-            low, high = sorted((group[c], group[d]))
-            group[group == high] = low
-    return np.unique(group, return_inverse=True)[1]
-
-
-def combined_alpha(
-    unlabeled_probabilities: list[np.ndarray], alphas: list[float], groups: np.ndarray
-) -> float:
-    """One alpha from the subproblems': summed over groups, united within a group.
-
-    A group of one adds its alpha (the paper's PULSNAR sum); a group of several adds the
-    share of the unlabeled rows that any of its members claims (:func:`claimed_rows`),
-    so the hidden positives of a subtype cut into several clusters count once.
-
-    Parameters
-    ----------
-    unlabeled_probabilities : list of ndarray of shape (n_u,)
-        Each subproblem's probabilities of the same unlabeled rows.
-    alphas : list of float
-    groups : ndarray of int of shape (n_subproblems,)
-        From :func:`subtype_groups`.
-
-    Returns
-    -------
-    float
-        Fraction of the unlabeled rows.
-    """
-    alphas = [float(a) for a in alphas]
-    total = 0.0
-    for g in np.unique(groups):
-        members = np.flatnonzero(groups == g)
-        if members.size == 1:
-            total += alphas[members[0]]
-        else:
-            claims = claimed_rows(
-                [unlabeled_probabilities[c] for c in members], [alphas[c] for c in members]
-            )
-            total += float(np.any(claims, axis=0).mean())
-    return total
-
-
 def unlabeled_probabilities(subproblems: list[SubproblemResult]) -> list[np.ndarray]:
     """Each subproblem's probabilities of its unlabeled rows."""
     return [r.probabilities[r.labels == 0] for r in subproblems]
-
-
-def unlabeled_view(subproblems: list[SubproblemResult]) -> tuple[list[np.ndarray], list[float]]:
-    """Each subproblem's probabilities of its unlabeled rows, and its alpha."""
-    return unlabeled_probabilities(subproblems), [r.alpha for r in subproblems]
-
-
-def group_subproblems(subproblems: list[SubproblemResult], threshold: float) -> np.ndarray:
-    """:func:`subtype_groups` of subproblems that hold the same unlabeled rows."""
-    if len(subproblems) == 1:
-        return np.zeros(1, dtype=np.int64)
-    return subtype_groups(claim_overlaps(claimed_rows(*unlabeled_view(subproblems))), threshold)
-
-
-def subproblems_alpha(
-    subproblems: list[SubproblemResult], threshold: float
-) -> tuple[float, np.ndarray]:
-    """Alpha of subproblems that hold the same unlabeled rows, and their subtype groups
-    (:func:`group_subproblems` at ``threshold``, then :func:`combined_alpha`)."""
-    groups = group_subproblems(subproblems, threshold)
-    return combined_alpha(*unlabeled_view(subproblems), groups), groups
 
 
 def relabel_claimed(

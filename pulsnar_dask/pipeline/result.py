@@ -46,8 +46,7 @@ class JobResult:
     method : str
         ``pulscar`` or ``pulsnar`` (for ``auto``, the one chosen).
     alpha : float
-        Mean over iterations of alpha: the cluster alphas summed, except that clusters in
-        one of ``cluster_groups`` count the unlabeled rows they claim once.
+        Mean over iterations of alpha: the cluster alphas summed.
     alphas : list of float
         One per iteration.
     cluster_alphas : list of float
@@ -88,9 +87,7 @@ class JobResult:
         subproblem holds every positive (PULSNAR asked for, several clusters).
     pu_auc : list of float
         Each subproblem's out-of-fold ROC AUC of labeled positives against unlabeled
-        rows, first iteration: how well its classifier tells them apart. Where auto read
-        alpha at the valley of its second scoring, PULSCAR's (the second classifier
-        trains on the negatives alone).
+        rows, first iteration: how well its classifier tells them apart.
     method_evidence : dict or None
         With ``method="auto"``: why ``method`` was chosen (:func:`choose_method`).
     clustering : Clustering or None
@@ -98,11 +95,6 @@ class JobResult:
     profiles : list or None
         PULSNAR: what sets each cluster of positives apart
         (:func:`~pulsnar_dask.core.subtypes.subtype_profiles`); ``None`` for PULSCAR.
-    cluster_groups : list of list of int or None
-        PULSNAR with more than one cluster: the clusters (numbered from 1) that count as
-        one subtype because their claimed unlabeled rows overlap by more than
-        ``claim_overlap`` (:func:`~pulsnar_dask.core.subproblem.subtype_groups`), first
-        iteration.
     alpha_interval : AlphaInterval or None
         The default 95% interval of alpha and the readings it spans
         (:mod:`pulsnar_dask.core.interval`); ``None`` with ``interval_resamples=0``.
@@ -232,6 +224,13 @@ class JobResult:
         return out
 
 
+def undecided(evidence: dict[str, Any] | None) -> bool:
+    """Whether auto could not tell SCAR from SNAR where PULSCAR's and PULSNAR's readings
+    differ (``method_evidence``)."""
+    evidence = evidence or {}
+    return bool(evidence.get("readings_differ")) and not evidence.get("decided", True)
+
+
 def headline(summary: dict[str, Any]) -> str:
     """One line that answers the question a run is for: how many hidden positives.
 
@@ -279,7 +278,7 @@ def headline(summary: dict[str, Any]) -> str:
             "; MAY BE HIGH: positives and negatives overlap (implied AUC "
             f"{summary['negative_auc']:.3f}), so every reading also counts negatives"
         )
-    elif (summary.get("method_evidence") or {}).get("readings_differ"):
+    elif undecided(summary.get("method_evidence")):
         readings = summary["method_evidence"]["readings"]
         text += (
             "; SCAR OR SNAR: the clusters cannot tell, and PULSCAR reads "

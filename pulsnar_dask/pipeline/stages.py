@@ -22,9 +22,9 @@ import pandas as pd
 
 from pulsnar_dask.core.calibration import fit_calibration_map
 from pulsnar_dask.core.choices import check_choice
-from pulsnar_dask.core.config import PUConfig, check_seed, config_dict
+from pulsnar_dask.core.config import DEFAULT_RESAMPLES, PUConfig, check_seed, config_dict
 from pulsnar_dask.core.folds import CopyGroups
-from pulsnar_dask.core.interval import DEFAULT_RESAMPLES, AlphaInterval, alpha_interval
+from pulsnar_dask.core.interval import Z_95, AlphaInterval, alpha_interval
 from pulsnar_dask.core.metrics import classification_metrics, implied_negative_auc
 from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
 from pulsnar_dask.core.model import Component, PUModel, package_version, subproblem_components
@@ -349,11 +349,13 @@ def _profiles(
     return subtype_profiles(X_described, positive_labels, names)
 
 
-def _overlapping(interval: AlphaInterval, assumptions: Sequence[str]) -> bool:
-    """Whether the assumptions' own intervals (:meth:`AlphaInterval.spanning` of each)
-    share a value."""
-    spans = [interval.spanning([name]) for name in assumptions]
-    return max(i.low for i in spans) <= min(i.high for i in spans)
+def readings_differ(interval: AlphaInterval, reader: str) -> bool:
+    """Whether PULSCAR's and PULSNAR's readings (``reader``'s) differ by more than 1.96
+    standard deviations of their difference, taken as independent (their resamples share
+    the unlabeled rows, so the difference is noisier this way: the test says "differ"
+    less often, not more)."""
+    (a, sd_a), (b, sd_b) = (interval.readings[f"{name} {reader}"] for name in METHODS[1:])
+    return abs(a - b) > Z_95 * float(np.hypot(sd_a, sd_b))
 
 
 def run_pipeline(
@@ -613,21 +615,22 @@ def run_pipeline(
     cluster_alphas = [
         float(np.mean([it[c].alpha for it in per_iteration])) for c in range(len(first))
     ]
+    if evidence is not None and alternative:
+        evidence["readings_differ"] = readings_differ(bootstrap, config.alpha_estimator)
+        if not evidence["decided"] and evidence["readings_differ"]:
+            logger.warning(
+                "method auto cannot tell SCAR from SNAR (%s), and the two readings differ "
+                "(PULSCAR %.3f, PULSNAR %.3f): either may hold, and the interval spans both",
+                evidence["reason"],
+                evidence["readings"]["pulscar"],
+                evidence["readings"]["pulsnar"],
+            )
     interval = None
     if config.interval_resamples:
         spans = [method]
         if evidence is not None and not evidence["decided"]:
             spans.append("pulscar" if method == "pulsnar" else "pulsnar")
         interval = bootstrap.spanning(spans, alphas)
-        if len(spans) > 1 and not _overlapping(bootstrap, spans):
-            evidence["readings_differ"] = True
-            logger.warning(
-                "method auto cannot tell SCAR from SNAR (%s), and the two readings differ "
-                "(PULSCAR %.3f, PULSNAR %.3f): the interval spans both",
-                evidence["reason"],
-                evidence["readings"]["pulscar"],
-                evidence["readings"]["pulsnar"],
-            )
         mark("interval")
     probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
     calibrated = improved = metrics = None
