@@ -46,15 +46,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import DATA, RESULTS
+from common import RESULTS, SUBTYPE_SETS, build
 
 import pulsnar_dask
-from pulsnar_dask import PULSNAR, make_pu_data
+from pulsnar_dask import PULSNAR
 from pulsnar_dask.core.interval import Z_95
-from pulsnar_dask.datasets.realdata import REAL_SETS, scar_pu_data
 from pulsnar_dask.pipeline.result import OVERLAP_AUC
 
-SUBTYPE_SETS = ("segment", "digits", "gas", "shuttle", "avila")
 # family -> its group (the acceptance figures are per group) and the fractions it is built at
 FAMILIES: dict[str, tuple[str, tuple[float, ...]]] = {
     "SCAR_synthetic": ("SCAR", (0.05, 0.3)),
@@ -66,22 +64,6 @@ FAMILIES: dict[str, tuple[str, tuple[float, ...]]] = {
     "SNAR_shuttle": ("SNAR real", (0.05, 0.15)),
     **{f"SNAR_{s}": ("SNAR real", (0.05, 0.3)) for s in SUBTYPE_SETS if s != "shuttle"},
 }
-
-
-def build(family: str, fraction: float, seed: int):
-    """A run's PU data and its categorical columns (the estimator's names)."""
-    if family in ("SNAR_synthetic", "SCAR_synthetic"):
-        scenario = family.split("_")[0].lower()
-        return make_pu_data(scenario, 2000, 6000, 50, fraction, random_state=seed), None
-    if family.startswith("SCARSUB_"):
-        real = REAL_SETS["SNAR_" + family.removeprefix("SCARSUB_")]
-        X, classes = real.read(Path(DATA) / real.folder)
-        values, sizes = np.unique(classes, return_counts=True)
-        # the SNAR construction's negative class: shuttle's 1, elsewhere the largest
-        negative = 1 if family == "SCARSUB_shuttle" else int(values[np.argmax(sizes)])
-        return scar_pu_data(X, classes != negative, fraction, seed), None
-    real = REAL_SETS[family]
-    return real.pu_data(DATA, fraction, seed), [f"x{i}" for i in real.categorical] or None
 
 
 class _Warnings(logging.Handler):

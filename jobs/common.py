@@ -19,6 +19,7 @@ import psutil
 
 from pulsnar_dask import make_pu_data
 from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.datasets.realdata import REAL_SETS, scar_pu_data
 from pulsnar_dask.datasets.synthetic import iter_pu_chunks
 from pulsnar_dask.io import write_pu_parquet
 
@@ -26,6 +27,24 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DATA = ROOT.parent / "shared" / "data"  # the real data sets (its README)
 CLI = [sys.executable, "-m", "pulsnar_dask"]
+# the real SNAR tables whose positive classes are subtypes (SCARSUB_*: hidden at one rate)
+SUBTYPE_SETS = ("segment", "digits", "gas", "shuttle", "avila")
+
+
+def build(family: str, fraction: float, seed: int):
+    """A run's PU data and its categorical columns (the estimator's names)."""
+    if family in ("SNAR_synthetic", "SCAR_synthetic"):
+        scenario = family.split("_")[0].lower()
+        return make_pu_data(scenario, 2000, 6000, 50, fraction, random_state=seed), None
+    if family.startswith("SCARSUB_"):
+        real = REAL_SETS["SNAR_" + family.removeprefix("SCARSUB_")]
+        X, classes = real.read(Path(DATA) / real.folder)
+        values, sizes = np.unique(classes, return_counts=True)
+        # the SNAR construction's negative class: shuttle's 1, elsewhere the largest
+        negative = 1 if family == "SCARSUB_shuttle" else int(values[np.argmax(sizes)])
+        return scar_pu_data(X, classes != negative, fraction, seed), None
+    real = REAL_SETS[family]
+    return real.pu_data(DATA, fraction, seed), [f"x{i}" for i in real.categorical] or None
 
 
 def half_width(values) -> float:

@@ -26,17 +26,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import DATA, RESULTS
+from common import RESULTS, SUBTYPE_SETS, build
 
 import pulsnar_dask.pipeline.stages as stages
-from pulsnar_dask import PULSNAR, make_pu_data
+from pulsnar_dask import PULSNAR
 from pulsnar_dask.core.subtypes import (
     SCAR_MIX_DISTANCE,
     choose_method,
 )
-from pulsnar_dask.datasets.realdata import FRACTIONS, REAL_SETS, scar_pu_data
+from pulsnar_dask.datasets.realdata import FRACTIONS
 
-SUBTYPE_SETS = ("segment", "digits", "gas", "shuttle", "avila")
 FAMILIES = (
     *(f"SCARSUB_{s}" for s in SUBTYPE_SETS),
     "SNAR_segment",
@@ -58,22 +57,6 @@ def fractions(family: str) -> tuple[float, ...]:
     if family == "SNAR_shuttle":
         return (0.01, 0.05, 0.1, 0.15)
     return (*FRACTIONS, 0.6) if family == "SCAR_grid" else FRACTIONS
-
-
-def build(family: str, fraction: float, seed: int):
-    """A run's PU data and its categorical columns (the estimator's names)."""
-    if family in ("SNAR_synthetic", "SCAR_synthetic"):
-        scenario = family.split("_")[0].lower()
-        return make_pu_data(scenario, 2000, 6000, 50, fraction, random_state=seed), None
-    if family.startswith("SCARSUB_"):
-        real = REAL_SETS["SNAR_" + family.removeprefix("SCARSUB_")]
-        X, classes = real.read(Path(DATA) / real.folder)
-        values, sizes = np.unique(classes, return_counts=True)
-        # the SNAR construction's negative class: shuttle's 1, elsewhere the largest
-        negative = 1 if family == "SCARSUB_shuttle" else int(values[np.argmax(sizes)])
-        return scar_pu_data(X, classes != negative, fraction, seed), None
-    real = REAL_SETS[family]
-    return real.pu_data(DATA, fraction, seed), [f"x{i}" for i in real.categorical] or None
 
 
 def fit_runs(families: list[str], seeds: list[int], record: Path) -> list[dict]:

@@ -29,8 +29,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-from common import RESULTS, ROOT, config_from_settings, half_width
-from compare_method_choice import FAMILIES, build, fractions
+from common import RESULTS, ROOT, build, config_from_settings, half_width
+from compare_method_choice import FAMILIES, fractions
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
 from pulsnar_dask.core.config import PUConfig
