@@ -344,7 +344,7 @@ class PULSNAR(PULSCAR):
     ----------
     alpha_ : float
     alphas_ : ndarray
-    cluster_alphas_ : ndarray of shape (n_clusters_,)
+    cluster_alphas_ : ndarray of shape (``n_clusters_``,)
         Per-cluster alphas (mean over iterations).
     n_clusters_ : int
     method_ : str

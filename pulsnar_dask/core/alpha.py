@@ -16,7 +16,7 @@ thresholds ``t`` at quantiles of the positives' probabilities from the median up
 2010, read off the top half of the positives' score range). PULSNAR uses it for its
 cluster subproblems: there the unlabeled rows hold other clusters' positives, which score
 in the middle of the range, and the kernel objective's sharpest kink lands on that plateau
-(benchmarks/results/README.md).
+(docs/decisions/).
 
 ``valley``: the share of unlabeled rows that score above the deepest dip of their density
 between the negatives' mode and the labeled positives, over the share of labeled positives
@@ -24,7 +24,7 @@ above it (:func:`valley_cut`). Where the classifier ranks every positive subtype
 negatives, however rarely each is labeled, that counts the hidden positives of all of them;
 the other readers read the ratio where the positives are best labeled, and read SNAR data
 low. It needs such a dip: ``method="auto"`` reads it only where one is plain
-(:meth:`ValleyCut.credible`; benchmarks/results/README.md, item 50).
+(:meth:`ValleyCut.credible`).
 """
 
 from __future__ import annotations
@@ -125,9 +125,7 @@ def region_mask(grid: np.ndarray, region: str, positives: np.ndarray | None = No
         probability (the ``inverted_cdf`` median, the tail reader's lowest threshold; the
         last point, 1, always is). The positives' density there rests on at least half
         of them; below it, where few positives and fewer hidden ones score, the ratio of
-        two thin densities is noise and its minimum is biased low (a cluster whose
-        subtype hides 41 rows read 0.006 for about 0.044: benchmarks/results/README.md,
-        item 38).
+        two thin densities is noise and its minimum is biased low.
     positives : ndarray or None
         The labeled positives' probabilities (``positives`` only).
 

@@ -196,9 +196,9 @@ TIE_RESOLUTION = 1e-15
 def isotonic_thresholds(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The thresholds of scikit-learn's ``IsotonicRegression(y_min=0, y_max=1)`` fitted
     to ``y`` on ``x`` (its ``X_thresholds_`` and ``y_thresholds_``, the same numbers),
-    without importing scikit-learn: its import (0.4-0.6 s of CPU, most of it
-    scipy.stats) stayed on the distributed job's client, whose cores the start-up of a
-    local cluster keeps busy (benchmarks/results/README.md, item 48).
+    without importing scikit-learn: its import (about 0.5 s of CPU, most of it
+    scipy.stats) would run on the distributed job's client, whose cores the start-up of
+    a local cluster keeps busy.
 
     As scikit-learn does: rows sorted by ``x`` (then ``y``), runs of ``x`` within
     :data:`TIE_RESOLUTION` of the run's first value averaged into one point weighted by

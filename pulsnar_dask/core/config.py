@@ -183,8 +183,7 @@ class PUConfig:
     alpha_region: str = option(
         "upper",
         "Grid points the alpha objective's minimum is taken over: z > 0.5 (the "
-        "reference's), all, or z > 0.5 at or above the labeled positives' median "
-        "probability (measured on every family, not the default: decision record, item 38).",
+        "reference's), all, or z > 0.5 at or above the labeled positives' median probability.",
         type="str",
         choices=ALPHA_REGIONS,
         flag="--alpha-region",
@@ -194,8 +193,7 @@ class PUConfig:
         "How each subproblem's alpha is read from its probabilities: the beta-kernel "
         "objective, the smallest tail ratio, Best Bin Estimation (cross-fitted), or the "
         "tail ratio at the dip of the unlabeled rows' scores below the labeled positives "
-        "(what method auto reads where that dip is plain: valley_depth); measured on "
-        "every benchmark family (decision record, items 14 and 50).",
+        "(what method auto reads where that dip is plain: valley_depth).",
         type="str",
         choices=ALPHA_ESTIMATORS,
         flag="--alpha-estimator",
@@ -308,10 +306,10 @@ class PUConfig:
     )
     claim_overlap: float = option(
         0.3,
-        "PULSNAR clusters whose claimed unlabeled rows (each cluster's top alpha_c |U|) "
+        "PULSNAR clusters whose claimed unlabeled rows (each cluster's top alpha_c * n_unlabeled) "
         "overlap by more than this share of the smaller claim count as one subtype: "
         "their claims are united, not summed. 1: always summed (the paper); 0: united "
-        "wherever they share a row (decision record, item 21).",
+        "wherever they share a row.",
         type="float",
         flag="--claim-overlap",
     )
@@ -321,8 +319,7 @@ class PUConfig:
         "negatives' mode and the labeled positives (below all but 5% of them) to at most "
         "this share of the mode's density, alpha is read at the dip (the valley reader), "
         "however rarely each subtype is labeled: at the dip of a second scoring, the labeled "
-        "positives against the unlabeled rows below it, where that one is plain too; 0: "
-        "never (decision record, items 50 and 51).",
+        "positives against the unlabeled rows below it, where that one is plain too; 0: never.",
         type="float",
         flag="--valley-depth",
     )
@@ -340,15 +337,14 @@ class PUConfig:
         3,
         "Rounds of cluster_split's cuts: each part of a cut cluster is cut again where its "
         "own subproblem tells its halves apart, for at most this many rounds (3: a cluster "
-        "becomes at most 8 parts; 1: cut once; decision record, item 40).",
+        "becomes at most 8 parts; 1: cut once).",
         type="int",
         flag="--cluster-split-rounds",
     )
     covariance_type: str = option(
         "auto",
         "Covariance of the mixtures' components: auto fits full and diagonal covariances "
-        "and keeps the type with the lower BIC (decision record, item 31); a fit that "
-        "fails falls back to simpler ones.",
+        "and keeps the type with the lower BIC; a fit that fails falls back to simpler ones.",
         type="str",
         choices=COVARIANCE_TYPES,
         flag="--covariance-type",
@@ -356,8 +352,7 @@ class PUConfig:
     max_cluster_features: int | None = option(
         100,
         "Cluster the positives on at most this many top-gain features (100 finds "
-        "subtypes that differ only jointly over many features; decision record, items "
-        "17-19); none: all.",
+        "subtypes that differ only jointly over many features); none: all.",
         type="int or None",
         flag="--max-cluster-features",
         parse=_optional(int),

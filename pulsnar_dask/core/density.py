@@ -3,8 +3,8 @@
 The beta kernel (Chen 1999) at grid point ``z`` with bandwidth ``bw`` is
 ``Beta.pdf(p; 1 + z/bw, 1 + (1 - z)/bw)``. A :class:`KernelSample` holds the points the
 kernel is averaged over: either the raw probabilities (the exact path, kept as the oracle)
-or about a thousand equally spaced nodes carrying the probabilities' weight by linear
-binning (the fast path, whose kernel cost no longer grows with ``n``).
+or 512 equally spaced nodes carrying the probabilities' weight by linear
+binning (the fast path, whose kernel cost does not grow with ``n``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ DEFAULT_FINE_BINS = 512
 # The reference searches [0.01, 0.5]. On the paper's synthetic protocol the histogram fit
 # then settles on the 0.01 floor, where the alpha objective, a minimum over noisy density
 # ratios, is biased low; with the point-normalised kernel a 0.05 floor halves PULSCAR's
-# error and barely moves alpha elsewhere (benchmarks/results/README.md).
+# error and barely moves alpha elsewhere (docs/decisions/).
 _CLIP = 1e-12
 _CHUNK = 1 << 16
 

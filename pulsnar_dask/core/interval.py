@@ -18,10 +18,9 @@ spans all three:
 
 Each (assumption, reader) reading ``a`` gives ``a +- 1.96 sd``; the interval runs from the
 lowest to the highest of these (and over the t-interval of the mean of several
-iterations), clipped to [0, 1]. Measured on every benchmark family in
-benchmarks/results/README.md (items 18 and 19): one reading's bootstrap alone covered the
-true alpha in 14-95% of the runs per family, this span in 90-100% on every family but
-one whose clustering misses the subtypes.
+iterations), clipped to [0, 1]. One reading's bootstrap alone often misses the true
+alpha, as it leaves out the reader's and the labeling assumption's share of the
+uncertainty; the span takes them in (see docs/decisions/).
 """
 
 from __future__ import annotations

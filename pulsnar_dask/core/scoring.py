@@ -32,7 +32,7 @@ DEFAULT_XGB_PARAMS: dict[str, Any] = {
     "max_depth": 4,
     "eta": 0.2,
     # 64 histogram bins instead of XGBoost's 256: training 40% faster, alpha within noise
-    # on the paper's benchmarks (benchmarks/results/README.md).
+    # on the paper's benchmarks (docs/decisions/).
     "max_bin": 64,
 }
 
@@ -235,10 +235,10 @@ def matrix(
 
 
 # Past twice this many training rows, a model's histogram bins are the quantiles of a
-# seeded sample of this many of them rather than of every row: on one thread XGBoost's
-# sketch of a 160,000-row fold took 1.74 s of its 3.3 s, a 20,000-row sketch and the
-# binning of every row against it 0.89 s (benchmarks/results/README.md, item 45). Below
-# that size the sample saves nothing.
+# seeded sample of this many of them rather than of every row: XGBoost's quantile
+# sketch of every row takes about half of a large fold's training time, and a sample's
+# sketch with the binning of every row against it about half as long. Below that size the
+# sample saves nothing.
 SKETCH_ROWS = 20_000
 
 

@@ -237,7 +237,7 @@ def calibration_maps(
     For a single subproblem the two readings coincide; for PULSNAR's clusters the
     per-cluster P+U fits rate labeled positives against their own cluster's small share
     of the rows, and the single fit halves the expected calibration error on the paper's
-    SNAR data (benchmarks/results/README.md).
+    SNAR data (docs/decisions/).
 
     Returns
     -------
@@ -453,8 +453,7 @@ def relabel_claimed(
     (:func:`claimed_rows`); every row one of them claims becomes positive. With one
     subproblem (PULSCAR) these are the ``round(alpha |U|)`` rows it ranks highest. With
     PULSNAR's clusters each cluster's own ranking picks its share, which recovers the
-    hidden positives better than one ranking of the combined probabilities (decision
-    record, item 22).
+    hidden positives better than one ranking of the combined probabilities.
 
     Parameters
     ----------

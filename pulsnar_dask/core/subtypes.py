@@ -316,8 +316,8 @@ def lowest_bic_at_end(fits: list[MixtureFit]) -> bool:
     go lower past them, so the next round of sizes is worth fitting.
 
     On real tables (discrete, skewed features) the BIC often keeps falling past ten
-    components (benchmarks/results/README.md, item 21); where it turns up within the
-    first round, the sizes past it are not fitted at all.
+    components; where it turns up within the first round, the sizes past it are not
+    fitted at all.
     """
     bic = [f.bic for f in fits]
     return int(np.argmin(bic)) >= len(bic) - 2
@@ -558,7 +558,7 @@ def choose_method(
     One cluster found on only part of the features the classifier uses
     (``cluster_features < model_features``, the top ``max_cluster_features`` by gain) is
     weak evidence of SCAR: subtypes that differ a little in each of many features go
-    unseen there (the wide benchmark's five subtypes: benchmarks/results/README.md), and
+    unseen there (the wide benchmark's five subtypes: docs/decisions/), and
     PULSCAR then reads alpha low. The evidence says so (``subtypes_may_be_unseen``).
 
     Parameters

@@ -5,15 +5,14 @@ A nanny starts its worker with ``MALLOC_TRIM_THRESHOLD_`` set (64 KiB, Dask's
 system. Setting any of glibc's malloc parameters also turns off its dynamic mmap
 threshold (``mallopt(3)``): every block over 128 KiB is then a fresh ``mmap`` whose pages
 fault in and are zeroed on first touch, and is unmapped when freed. Code that makes a
-few-MiB temporary per step pays that on every step: a 10-component Gaussian mixture on
-5,000 positives x 100 features took 5.0-5.5 s of a worker's time against 2.0 s in a plain
-process (benchmarks/results/README.md, item 30).
+few-MiB temporary per step, such as a Gaussian mixture fit, pays that on every step and
+runs more than twice as slow in a worker as in a plain process.
 
 :func:`heap_blocks` lifts the threshold to what glibc's dynamic one would reach (blocks
 up to 32 MiB from the heap) and keeps up to 32 MiB at the top of a heap when trimming
 (``M_TOP_PAD``) for the length of a task, then puts back glibc's defaults. Only for the
-length of a task: lifted for a worker's whole life, the largest worker of the 1.05M-row
-run held 1,396 MiB against 1,221 (the table's pages freed into the heap stay there).
+length of a task: lifted for a worker's whole life, the pages a large table frees into
+the heap would stay there and the worker would hold more memory.
 
 It acts only where a malloc variable was set in the environment the process started
 with (``/proc/self/environ``; a nanny also puts its variables into its own

@@ -19,8 +19,7 @@ WEAK_PU_AUC = 0.6
 # Below this AUC between labeled positives and the unlabeled negatives (implied by the
 # subproblem over all positives at its alpha, :func:`implied_negative_auc`) the run warns
 # that the classes overlap and alpha may be far too high: 0.8, the conventional lower
-# bound of excellent discrimination (drawn after seeing decision record item 33's
-# overlapping tables; the lowest benchmark family reads 0.824).
+# bound of excellent discrimination.
 OVERLAP_AUC = 0.8
 # At or above it in every subproblem, the run warns that a feature may record the label.
 PERFECT_PU_AUC = 0.9999

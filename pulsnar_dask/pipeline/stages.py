@@ -329,7 +329,7 @@ def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Cluste
     cluster_cols = [executor.features[i] for i in cluster_idx]
     X_positive = executor.positives(cluster_cols)
     # categorical features as their codes: as indicators, a column of noise splits the
-    # positives by its categories (benchmarks/results/README.md, item 24)
+    # positives by its categories
     Z = clustering_matrix(X_positive, gain[cluster_idx])
     curves = fit_bic_curve(executor.map, Z, config, seed)
     chosen, bic, _ = choose_mixture(curves, config)
