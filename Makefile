@@ -35,19 +35,19 @@ browser:
 	  echo "chromium not installed: the report's browser tests will be skipped"; }
 
 test: $(DEV_STAMP) browser
-	$(BIN)/ruff check pulsnar_dask tests jobs
-	$(BIN)/ruff format --check pulsnar_dask tests jobs
+	$(BIN)/ruff check pulsnar_dask tests jobs benchmarks
+	$(BIN)/ruff format --check pulsnar_dask tests jobs benchmarks
 	$(BIN)/pytest -q
 
 test-slow: $(DEV_STAMP)
 	$(BIN)/pytest -q -m slow
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check pulsnar_dask tests jobs
+	$(BIN)/ruff check pulsnar_dask tests jobs benchmarks
 
 format: $(DEV_STAMP)
-	$(BIN)/ruff format pulsnar_dask tests jobs
-	$(BIN)/ruff check --fix pulsnar_dask tests jobs
+	$(BIN)/ruff format pulsnar_dask tests jobs benchmarks
+	$(BIN)/ruff check --fix pulsnar_dask tests jobs benchmarks
 
 # Re-resolve the newest versions pyproject.toml allows (with the test tools) and pin them.
 lock:

@@ -34,12 +34,12 @@ import numpy as np
 import pandas as pd
 from common import DATA, RESULTS, half_width
 
+from benchmarks.realdata import REAL_SETS
 from pulsnar_dask import make_pu_data
 from pulsnar_dask.cli import main
 from pulsnar_dask.core.calibration import expected_calibration_error
 from pulsnar_dask.core.metrics import roc_auc
 from pulsnar_dask.core.scoring import DEFAULT_XGB_PARAMS
-from pulsnar_dask.datasets.realdata import REAL_SETS
 from pulsnar_dask.datasets.synthetic import pu_frame
 
 logger = logging.getLogger("inductive")

@@ -2,7 +2,7 @@
 
 ``fit`` fits the in-memory estimator (``PULSNAR``, ``method="auto"``, defaults) on every
 family's PU constructions (the paper's synthetic SCAR and SNAR data, every real table of
-:mod:`pulsnar_dask.datasets.realdata`, and a SCAR construction of each real SNAR table,
+:mod:`benchmarks.realdata`, and a SCAR construction of each real SNAR table,
 ``SCARSUB_*``: all its positive classes hidden at one rate) and appends one JSON line a
 run to ``--out``: the true alpha, the reported alpha and interval, the call auto made,
 every warning the run logged, and the readings and evidence the package records (what

@@ -3,7 +3,7 @@ unlabeled negatives (``negative_auc``) on every real set and on SCAR tables whos
 overlap.
 
 PULSCAR in memory, fractions 0.01-0.5, 2 seeds, on every real set of
-:mod:`pulsnar_dask.datasets.realdata` and, where ``--tables`` points at them, three tables
+:mod:`benchmarks.realdata` and, where ``--tables`` points at them, three tables
 built as bank is (the larger class positive, positives hidden at random):
 
 - ``ISLP/data/Caravan.csv`` (the ``ISLP`` 0.6.0 wheel): insurance, buyers negative;
@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 from common import DATA, RESULTS
 
+from benchmarks.realdata import FRACTIONS, REAL_SETS, scar_pu_data
 from pulsnar_dask import PULSCAR
-from pulsnar_dask.datasets.realdata import FRACTIONS, REAL_SETS, scar_pu_data
 from pulsnar_dask.pipeline.result import OVERLAP_AUC
 
 SEEDS = 2

@@ -17,7 +17,7 @@ Benchmarks (``--only`` picks some; ``--seeds`` caps the real sets at 5 seeds):
 * ``SNAR_shuttle``: ../shared/data/shuttle/shuttle.trn, fractions 0.01-0.15; PULSNAR,
   PULSCAR and AUTO.
 * ``SNAR_large``: P=5000, U=5000/25000/50000/100000, 100 features, alpha 0.2; PULSNAR.
-* The real sets of :mod:`pulsnar_dask.datasets.realdata` (``SNAR_avila``, ``SNAR_gas``,
+* The real sets of :mod:`benchmarks.realdata` (``SNAR_avila``, ``SNAR_gas``,
   ``SNAR_digits``, ``SNAR_segment``, ``SCAR_grid``, ``SCAR_bank``, ``SCAR_mushroom``),
   built as the reference's example scripts build them, fractions 0.01-0.5 (grid to 0.6,
   as the paper): AUTO; the fractions a set cannot hold (too few positives to hide) are
@@ -52,21 +52,21 @@ import numpy as np
 import pandas as pd
 from common import DATA, ROOT, config_from_settings
 
-from pulsnar_dask import make_pu_data
-from pulsnar_dask.benchmarking import (
+from benchmarks.realdata import REAL_SETS
+from benchmarks.shuttle import FRACTIONS as SHUTTLE_FRACTIONS
+from benchmarks.summaries import (
     comparison_table,
     load_paper_results,
     paper_mae,
     summarize_runs,
 )
+from pulsnar_dask import make_pu_data
 from pulsnar_dask.core.calibration import expected_calibration_error
 from pulsnar_dask.core.metrics import METRIC_NAMES
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import calibrated_on_rows
 from pulsnar_dask.dask_executor.connect import connect
 from pulsnar_dask.dask_executor.engine import EXPRESSIONS, run_job
-from pulsnar_dask.datasets.realdata import REAL_SETS
-from pulsnar_dask.datasets.shuttle import FRACTIONS as SHUTTLE_FRACTIONS
 from pulsnar_dask.datasets.synthetic import pu_frame
 from pulsnar_dask.io import PUFrame
 from pulsnar_dask.pipeline.result import rescored_of, valley_of

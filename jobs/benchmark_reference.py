@@ -2,7 +2,7 @@
 
 Runs the reference PULSNAR (``unmtransinfo/PULSNAR`` on GitHub; not part of this
 project: point ``--reference`` at a checkout, the folder that holds its ``PULSNAR``
-package) on the same PU benchmarks the paper job builds (:mod:`pulsnar_dask.datasets.realdata`,
+package) on the same PU benchmarks the paper job builds (:mod:`benchmarks.realdata`,
 the fractions and seeds of our committed runs), with the settings of its own example scripts:
 
 - SNAR sets: PULSNAR as ``examples/pulsnar_dry_beans_alpha_estimation.py`` calls it (up to
@@ -49,7 +49,7 @@ import pandas as pd
 import yaml
 from common import DATA, RESULTS
 
-from pulsnar_dask.datasets.realdata import REAL_SETS
+from benchmarks.realdata import REAL_SETS
 
 OURS = RESULTS / "paper_variants" / "cluster_split" / "runs.csv"
 KEYS = ["benchmark", "true_alpha", "seed"]

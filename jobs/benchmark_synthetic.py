@@ -18,13 +18,13 @@ import numpy as np
 import pandas as pd
 from common import RESULTS
 
-from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
-from pulsnar_dask.benchmarking import (
+from benchmarks.summaries import (
     comparison_table,
     load_paper_results,
     paper_mae,
     summarize_runs,
 )
+from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
 
 FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
 CASES = (

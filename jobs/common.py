@@ -19,11 +19,14 @@ import psutil
 
 from pulsnar_dask import make_pu_data
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.datasets.realdata import REAL_SETS, scar_pu_data
 from pulsnar_dask.datasets.synthetic import iter_pu_chunks
 from pulsnar_dask.io import write_pu_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the harness, benchmarks/, is imported from the repository root
+
+from benchmarks.realdata import REAL_SETS, scar_pu_data  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"
 DATA = ROOT.parent / "shared" / "data"  # the real data sets (its README)
 CLI = [sys.executable, "-m", "pulsnar_dask"]

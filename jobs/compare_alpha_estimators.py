@@ -1,7 +1,7 @@
 """How each alpha reader, and method="auto", do on the same out-of-fold probabilities.
 
 For every benchmark family (the paper's synthetic SNAR and SCAR data, and every real set of
-:mod:`pulsnar_dask.datasets.realdata`), fractions 0.01-0.5 and a few seeds, the in-memory
+:mod:`benchmarks.realdata`), fractions 0.01-0.5 and a few seeds, the in-memory
 estimators are fitted once: PULSNAR (its own clusters), PULSCAR, and, on SNAR data, one
 subproblem per true subtype (the oracle clustering, which tells a clustering loss from a
 reader loss). Alpha is then re-read from the same probabilities with each reader
@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 from common import DATA, RESULTS
 
+from benchmarks.realdata import FRACTIONS, REAL_SETS
 from pulsnar_dask import PULSCAR, PULSNAR, estimate_alpha, make_pu_data
 from pulsnar_dask.core.alpha import ALPHA_ESTIMATORS
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.subproblem import run_subproblem
 from pulsnar_dask.core.subtypes import subtype_mix_distance
-from pulsnar_dask.datasets.realdata import FRACTIONS, REAL_SETS
 
 SYNTHETIC = ("SNAR_synthetic", "SCAR_synthetic")
 THRESHOLDS = (0.05, 0.1, 0.15, 0.2)

@@ -2,7 +2,7 @@
 
 The in-memory estimator (defaults, ``method="auto"``) is fitted on every benchmark family
 (the paper's synthetic SNAR and SCAR data, every real set of
-:mod:`pulsnar_dask.datasets.realdata`) and on SCAR constructions of the real tables whose
+:mod:`benchmarks.realdata`) and on SCAR constructions of the real tables whose
 positives hold subtypes (``SCARSUB_*``: the SNAR sets' positive classes, hidden at
 random, the way the hidden SCAR sets with several positive classes are built). Each run
 records what :func:`~pulsnar_dask.core.subtypes.choose_method` saw (the clusters' alphas
@@ -29,12 +29,12 @@ import pandas as pd
 from common import RESULTS, SUBTYPE_SETS, build
 
 import pulsnar_dask.pipeline.stages as stages
+from benchmarks.realdata import FRACTIONS
 from pulsnar_dask import PULSNAR
 from pulsnar_dask.core.subtypes import (
     SCAR_MIX_DISTANCE,
     choose_method,
 )
-from pulsnar_dask.datasets.realdata import FRACTIONS
 
 FAMILIES = (
     *(f"SCARSUB_{s}" for s in SUBTYPE_SETS),

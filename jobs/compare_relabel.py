@@ -3,7 +3,7 @@ claims (the package's rule) against one ranking of the calibrated probabilities 
 previous rule, computed here).
 
 For every benchmark family (the paper's synthetic SNAR and SCAR data, the large SNAR
-data, and every real set of :mod:`pulsnar_dask.datasets.realdata`), fractions 0.01-0.5
+data, and every real set of :mod:`benchmarks.realdata`), fractions 0.01-0.5
 (U sizes for the large data) and a few seeds, the in-memory estimator (``method="auto"``,
 ``classify=True``) is fitted once; the previous rule relabels the ``round(alpha |U|)``
 unlabeled rows of highest calibrated probability and retrains with the same folds and
@@ -24,10 +24,10 @@ import pandas as pd
 from common import DATA, RESULTS, half_width
 from sklearn.metrics import average_precision_score, matthews_corrcoef
 
+from benchmarks.realdata import FRACTIONS, REAL_SETS
 from pulsnar_dask import PULSNAR, make_pu_data
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.subproblem import cross_validated_scores
-from pulsnar_dask.datasets.realdata import FRACTIONS, REAL_SETS
 
 LARGE_SIZES = (5000, 25000, 50000, 100000)
 

@@ -30,7 +30,7 @@ def test_overlapping_classes_warn_that_alpha_may_be_far_too_high(caplog):
     # positives N(0, 1), negatives shifted 0.7 in two of four features (AUC about 0.69
     # between them): the labeled-vs-unlabeled AUC (about 0.65) still identifies alpha,
     # but every reading counts the negatives that resemble positives
-    from pulsnar_dask.datasets.realdata import scar_pu_data
+    from benchmarks.realdata import scar_pu_data
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2500, 4)).astype(np.float32)

@@ -58,3 +58,12 @@ def test_importing_core_and_pipeline_loads_no_dask():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_the_package_stands_alone_without_the_benchmark_harness_or_shared_data():
+    """A user's install has neither ``benchmarks/`` nor ``../shared`` beside it."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        names = _imported_modules(path)
+        assert not any(n.split(".")[0] == "benchmarks" for n in names), path.name
+        text = path.read_text()
+        assert "../shared" not in text and '"shared"' not in text, path.name

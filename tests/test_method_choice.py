@@ -233,7 +233,7 @@ def test_the_separated_reading_joins_the_interval_and_says_whether_it_widened_it
 
 def two_subtypes_labeled_at_random():
     """Positives in two separated blobs, 30% of each hidden at random; negatives apart."""
-    from pulsnar_dask.datasets.realdata import scar_pu_data
+    from benchmarks.realdata import scar_pu_data
 
     rng = np.random.default_rng(4)
     centres = np.array([[3.0, 3.0, 0, 0], [-3.0, 3.0, 0, 0], [0.0, -3.0, 0, 0]])
@@ -250,7 +250,7 @@ def test_auto_keeps_pulscar_where_few_hidden_positives_make_any_mix_look_snar():
     for 0.047)."""
     from pathlib import Path
 
-    from pulsnar_dask.datasets.realdata import REAL_SETS, scar_pu_data
+    from benchmarks.realdata import REAL_SETS, scar_pu_data
 
     X, classes = REAL_SETS["SNAR_digits"].read(Path("."))
     values, sizes = np.unique(classes, return_counts=True)

@@ -1,9 +1,9 @@
-"""PU constructions of the real-data benchmarks (pulsnar_dask.datasets.realdata)."""
+"""PU constructions of the real-data benchmarks (benchmarks.realdata)."""
 
 import numpy as np
 import pytest
 
-from pulsnar_dask.datasets.realdata import (
+from benchmarks.realdata import (
     MAX_HIDDEN_SHARE,
     REAL_SETS,
     hidden_counts,
@@ -67,7 +67,7 @@ def test_registry_names_each_set_once_with_a_scenario():
 
 
 def test_readers_parse_each_file_format(tmp_path):
-    from pulsnar_dask.datasets.realdata import (
+    from benchmarks.realdata import (
         read_avila,
         read_bank,
         read_digits,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pulsnar_dask.datasets.shuttle import read_shuttle, shuttle_pu_data
+from benchmarks.shuttle import read_shuttle, shuttle_pu_data
 
 # The class sizes of shuttle.trn.
 SIZES = {1: 34108, 2: 37, 3: 132, 4: 6748, 5: 2458, 6: 6, 7: 11}

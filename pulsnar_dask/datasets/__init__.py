@@ -1,1 +1,1 @@
-"""Benchmark data: the paper's synthetic generator, shuttle and the real UCI sets."""
+"""Data for trying the method: the paper's synthetic PU generator."""

@@ -16,8 +16,8 @@ Categorical columns (bank, mushroom) are integer codes in order of first appeara
 ``--categorical`` does) and XGBoost splits them on sets of categories.
 
 The files live in ``../shared/data`` beside the project (see its README), but for the
-handwritten digits, which scikit-learn ships, and the image segments, which the package
-bundles (``data/segment.csv.gz``); nothing here downloads anything.
+handwritten digits, which scikit-learn ships, and the image segments, which ship beside
+this module (``data/segment.csv.gz``); nothing here downloads anything.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pulsnar_dask.datasets.shuttle import read_shuttle, shuttle_pu_data
+from benchmarks.shuttle import read_shuttle, shuttle_pu_data
 from pulsnar_dask.datasets.synthetic import PUData
 
 # A class hides at most this share of its rows, so every subtype keeps labeled examples.

@@ -1,11 +1,11 @@
-"""Benchmark summaries: confidence intervals, per-group errors, tables beside the paper."""
+"""Summaries of benchmark runs (benchmarks.summaries)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from pulsnar_dask.benchmarking import comparison_table, paper_mae, summarize_runs
+from benchmarks.summaries import comparison_table, paper_mae, summarize_runs
 from pulsnar_dask.core.stats import mean_ci
 
 
