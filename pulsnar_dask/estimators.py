@@ -10,17 +10,21 @@ run the one pipeline (:mod:`pulsnar_dask.pipeline.stages`); their parameters are
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any
 
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import DataConversionWarning, NotFittedError
+from sklearn.utils import ClassifierTags
 
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig, parameter_docs
 from pulsnar_dask.core.model import PUModel
+from pulsnar_dask.errors import PUError
+from pulsnar_dask.pipeline.in_process import check_2d
 from pulsnar_dask.pipeline.result import JobResult
 from pulsnar_dask.pipeline.stages import run_pipeline
 
@@ -153,6 +157,16 @@ class PULSCAR(BaseEstimator):
         self.random_state = random_state
         self.categorical_features = categorical_features
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        # A binary classifier of the PU labels to scikit-learn (stratified folds, scorers
+        # on predict_proba's positive column): 1 labeled positive, 0 unlabeled.
+        tags.estimator_type = "classifier"
+        tags.classifier_tags = ClassifierTags(multi_class=False)
+        tags.input_tags.allow_nan = True  # XGBoost takes a missing value as missing
+        tags.target_tags.required = True
+        return tags
+
     def _config(self) -> PUConfig:
         """The settings, checked once (ValueError naming the bad one)."""
         values = {name: getattr(self, name) for name in self._settings}
@@ -166,6 +180,19 @@ class PULSCAR(BaseEstimator):
         result: the same whatever the input type."""
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
             delattr(self, name)  # a refit leaves nothing of the previous fit
+        if y is None:
+            raise PUError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        if not isinstance(y, dd.Series):
+            y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn(
+                "A column-vector y was passed when a 1d array was expected: its one column "
+                "is taken as the labels",
+                DataConversionWarning,
+                stacklevel=3,
+            )
         declared = list(self.categorical_features or [])
         if isinstance(X, dd.DataFrame):
             from distributed import default_client
@@ -198,6 +225,10 @@ class PULSCAR(BaseEstimator):
             classify=self.classify,
         )
         self._set_fitted(result)
+        self.classes_ = np.array([0, 1])
+        self.n_features_in_ = len(result.model.schema.names)
+        if hasattr(X, "columns"):
+            self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
         return self
 
     def _set_fitted(self, result: JobResult) -> None:
@@ -276,9 +307,12 @@ class PULSCAR(BaseEstimator):
             X = X.set_axis([str(c) for c in X.columns], axis=1)
             cls._check_columns(model, X.columns)
             return X
-        if np.ndim(X) != 2 or np.shape(X)[1] != len(model.schema.names):
+        X = np.asarray(X)
+        check_2d(X)
+        if np.shape(X)[1] != len(model.schema.names):
             raise ValueError(
-                f"X must have {len(model.schema.names)} feature columns, got shape {np.shape(X)}"
+                f"X has {np.shape(X)[1]} features, but {cls.__name__} is expecting "
+                f"{len(model.schema.names)} features as input"
             )
         return pd.DataFrame(np.asarray(X), columns=model.schema.names)
 

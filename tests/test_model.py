@@ -170,7 +170,7 @@ def test_predict_proba_follows_scikit_learns_conventions(fitted, snar):
     np.testing.assert_array_equal(fitted.predict_proba(frame.iloc[:, ::-1]), proba)  # by name
     with pytest.raises(ValueError, match=r"lacks feature column.*x5"):
         fitted.predict_proba(frame.drop(columns="x5"))
-    with pytest.raises(ValueError, match="must have 6 feature columns"):
+    with pytest.raises(ValueError, match=r"X has 5 features, but PULSNAR is expecting 6 features"):
         fitted.predict_proba(snar.X[:, :5])
     with pytest.raises(NotFittedError):
         PULSNAR().predict_proba(snar.X)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import CopyGroups, content_hashes
@@ -22,6 +23,20 @@ def feature_names(X: Any) -> list[str]:
     if hasattr(X, "columns"):
         return [str(c) for c in X.columns]
     return [f"x{i}" for i in range(np.shape(X)[1])]
+
+
+def check_2d(X: Any) -> None:
+    """Refuse features that are not a table of rows and columns.
+
+    Raises
+    ------
+    PUError
+    """
+    if np.ndim(X) != 2:
+        raise PUError(
+            f"X must be 2-dimensional, got shape {np.shape(X)}. Reshape your data: "
+            "X.reshape(-1, 1) for one feature, X.reshape(1, -1) for one row"
+        )
 
 
 class InProcessExecutor:
@@ -40,16 +55,26 @@ class InProcessExecutor:
     Raises
     ------
     PUError
-        For ``X`` not 2-dimensional, columns no model can use, values float32 cannot
-        hold (infinite or beyond its range), or ``y`` of another length.
+        For ``X`` sparse, complex, not 2-dimensional or without columns, columns no
+        model can use, values float32 cannot hold (infinite or beyond its range), or
+        ``y`` of another length.
     """
 
     engine = "in-process"
     threads = None  # XGBoost's own default: the models run one after another
 
     def __init__(self, X: Any, y: Any, categorical: Sequence[str] = ()):
-        if np.ndim(X) != 2:
-            raise PUError(f"X must be 2-dimensional, got shape {np.shape(X)}")
+        if sparse.issparse(X):
+            raise PUError("sparse input is not supported: pass a dense array (X.toarray())")
+        if not isinstance(X, pd.DataFrame):
+            X = np.asarray(X)  # lists, and objects that convert to arrays
+        check_2d(X)
+        if np.shape(X)[1] == 0:
+            raise PUError(
+                f"X has 0 feature(s) (shape={np.shape(X)}) while a minimum of 1 is required."
+            )
+        if not isinstance(X, pd.DataFrame) and np.iscomplexobj(X):
+            raise PUError("Complex data not supported: X holds complex numbers")
         frame = X if isinstance(X, pd.DataFrame) else None
         if frame is None and categorical:
             frame = pd.DataFrame(np.asarray(X), columns=feature_names(X))

@@ -256,9 +256,9 @@ def check_labels(row_ids: np.ndarray, labels: np.ndarray, id_name: str, label_na
         pd.Series(row_ids[duplicated][:1]).tolist(),
     )
     if not (labels == 1).any():
-        raise PUError(f"no labeled positives ({label_name} = 1) in the input")
+        raise PUError(f"no labeled positives ({label_name} = 1) in the input: one class only")
     if not (labels == 0).any():
-        raise PUError(f"no unlabeled rows ({label_name} = 0) in the input")
+        raise PUError(f"no unlabeled rows ({label_name} = 0) in the input: one class only")
 
 
 def check_true_labels(values: np.ndarray, name: str) -> np.ndarray:
