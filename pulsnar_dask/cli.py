@@ -477,7 +477,7 @@ def _score(args: argparse.Namespace) -> dict:
     from pulsnar_dask.dask_executor.connect import connect
     from pulsnar_dask.io import parse_storage_options, read_model, read_rows_to_score
     from pulsnar_dask.outputs import RunOutput
-    from pulsnar_dask.pipeline.stages import n_rows
+    from pulsnar_dask.pipeline.checks import n_rows
 
     start = time.perf_counter()
     storage_options = parse_storage_options(args.storage_options)

@@ -572,7 +572,7 @@ def test_a_performance_report_inside_the_output_location_is_refused(bad_inputs, 
 
 
 def test_true_labels_are_whole_numbers_from_zero_and_never_text():
-    from pulsnar_dask.pipeline.stages import check_true_labels
+    from pulsnar_dask.pipeline.checks import check_true_labels
 
     got = check_true_labels(pd.array([0, 2, 1], dtype="Int64").to_numpy(), "t")
     assert got.tolist() == [0, 2, 1] and got.dtype == np.int64

@@ -20,7 +20,7 @@ from pulsnar_dask.dask_executor.connect import ProcessCluster
 from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.datasets.synthetic import synthetic_dask_frame
 from pulsnar_dask.io import PUFrame
-from pulsnar_dask.pipeline.stages import unrepresentable_counts
+from pulsnar_dask.pipeline.checks import unrepresentable_counts
 
 N_POS, N_UNLAB, N_FEATURES, CHUNK = 100_000, 2_650_000, 100, 125_000
 LIMIT = 2**30  # each worker's memory limit, bytes

@@ -211,7 +211,7 @@ def test_the_report_says_which_way_the_separated_count_lies_and_why():
 
 
 def test_the_separated_reading_joins_the_interval_and_says_whether_it_widened_it():
-    from pulsnar_dask.pipeline.stages import spanning_separated
+    from pulsnar_dask.pipeline.method_choice import spanning_separated
 
     interval = AlphaInterval(0.2, 0.3, {"pulsnar kernel": (0.25, 0.02)})
     for alpha, span, extends in [
@@ -283,7 +283,7 @@ def test_the_valley_is_read_on_the_second_scoring_where_its_dip_is_plain_too():
     from test_alpha import _separated_subtypes
 
     from pulsnar_dask.core.alpha import reliable_negatives, separated_count
-    from pulsnar_dask.pipeline.stages import MIN_RELIABLE_NEGATIVES_PER_FOLD, valley_readings
+    from pulsnar_dask.pipeline.method_choice import MIN_RELIABLE_NEGATIVES_PER_FOLD, valley_readings
 
     p, y, _ = _separated_subtypes()
     ids = np.arange(p.size) * 3

@@ -16,7 +16,7 @@ from distributed import Client
 
 from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.dask_executor.engine import share
-from pulsnar_dask.pipeline.stages import (
+from pulsnar_dask.pipeline.checks import (
     check_id_counts,
     check_representable,
     unrepresentable_counts,

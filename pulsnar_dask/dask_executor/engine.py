@@ -64,16 +64,15 @@ from pulsnar_dask.dask_executor.partitions import stored
 from pulsnar_dask.dask_executor.sending import sent_once
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.io import PUFrame
-from pulsnar_dask.pipeline.result import JobResult
-from pulsnar_dask.pipeline.stages import (
-    Scored,
-    ScoreRequest,
+from pulsnar_dask.pipeline.checks import (
     check_labels,
     check_representable,
     check_true_labels,
-    run_pipeline,
     unrepresentable_counts,
 )
+from pulsnar_dask.pipeline.executor import Scored, ScoreRequest
+from pulsnar_dask.pipeline.result import JobResult
+from pulsnar_dask.pipeline.stages import run_pipeline
 
 logger = logging.getLogger(__name__)
 

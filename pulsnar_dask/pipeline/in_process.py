@@ -15,7 +15,8 @@ from pulsnar_dask.core.schema import FeatureSchema, frame_schema
 from pulsnar_dask.core.subproblem import cross_validated_scores
 from pulsnar_dask.core.subtypes import importance_gain
 from pulsnar_dask.errors import PUError
-from pulsnar_dask.pipeline.stages import Scored, ScoreRequest, check_labels, check_representable
+from pulsnar_dask.pipeline.checks import check_labels, check_representable
+from pulsnar_dask.pipeline.executor import Scored, ScoreRequest
 
 
 def feature_names(X: Any) -> list[str]:

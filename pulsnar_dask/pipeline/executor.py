@@ -1,0 +1,125 @@
+"""The executor seam: what the pipeline asks for (a scoring), what comes back, and the
+protocol an executor follows where the feature table lives (in this process,
+:class:`~pulsnar_dask.pipeline.in_process.InProcessExecutor`, or on a Dask cluster,
+:class:`~pulsnar_dask.dask_executor.engine.DaskExecutor`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.folds import CopyGroups
+from pulsnar_dask.core.schema import FeatureSchema
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """One cross-validated XGBoost scoring: a PULSCAR subproblem, or the retrain on
+    recovered labels (Algorithm 4).
+
+    Attributes
+    ----------
+    features : list of str
+        Columns the models see.
+    positive_ids : ndarray or None
+        The labeled positives kept beside every unlabeled row; ``None``: every row.
+    flipped_ids : ndarray or None
+        Unlabeled rows relabeled positive before training; ``None``: none.
+    config : PUConfig
+    seed : int
+        Seed of the folds, the unlabeled subsample and XGBoost.
+    name : str
+        Names the work in task keys and logs (``cluster2-it0``).
+    feature_types : list of str or None
+        XGBoost's type of each of ``features`` (``c`` categorical, ``q`` numeric);
+        ``None``: all numeric.
+    untrained_ids : ndarray or None
+        Rows scored (each by the model of its fold) that no model trains on; ``None``:
+        none.
+    """
+
+    features: list[str]
+    positive_ids: np.ndarray | None
+    flipped_ids: np.ndarray | None
+    config: PUConfig
+    seed: int
+    name: str
+    feature_types: list[str] | None = None
+    untrained_ids: np.ndarray | None = None
+
+    def rows(self, row_ids: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of the table's rows the scoring uses, and the labels it trains on.
+
+        Returns
+        -------
+        (keep, labels)
+            ``keep``: bool mask over ``row_ids``; ``labels``: the labels of the kept rows
+            after relabeling, int8.
+        """
+        keep = np.ones(len(labels), dtype=bool)
+        if self.positive_ids is not None:
+            keep = (labels == 0) | np.isin(row_ids, self.positive_ids)
+        new = np.asarray(labels, dtype=np.int8)[keep]
+        if self.flipped_ids is not None:
+            new[np.isin(row_ids[keep], self.flipped_ids)] = 1
+        return keep, new
+
+
+@dataclass
+class Scored:
+    """Out-of-fold probabilities of a request's rows, by ascending row id; ``labels`` are
+    the labels the models trained on (after the request's relabeling); ``models`` the
+    fold models as XGBoost JSON, fold 0 first."""
+
+    row_ids: np.ndarray
+    labels: np.ndarray
+    probabilities: np.ndarray
+    models: list[bytes]
+
+
+class Executor(Protocol):
+    """Where the feature table lives and how the heavy steps run there.
+
+    Attributes
+    ----------
+    engine : str
+        ``in-process``, ``task`` (each fold model one task on its gathered training
+        rows) or ``dask`` (``xgboost.dask``).
+    features : list of str
+        The feature columns (after :meth:`read`: those of ``schema``).
+    schema : FeatureSchema
+        The features' types and categories (set by :meth:`read`).
+    threads : int or None
+        XGBoost threads per model when the settings leave it open.
+    copies : CopyGroups
+        Rows whose features are copies of one another's, each group kept in one fold
+        (set by :meth:`read`; :mod:`pulsnar_dask.core.folds`).
+    """
+
+    engine: str
+    features: list[str]
+    schema: FeatureSchema
+    threads: int | None
+    copies: CopyGroups
+
+    def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Check the table and settle its schema; return row ids (ascending), their 0/1
+        labels and true labels."""
+
+    def importance(self, config: PUConfig, seed: int) -> np.ndarray:
+        """Gain importance per feature (:func:`~pulsnar_dask.core.subtypes.importance_gain`);
+        ``config.n_threads`` is the user's setting, ``None`` leaving the threads to the
+        executor (the model trains while nothing else runs)."""
+
+    def positives(self, columns: Sequence[str]) -> np.ndarray:
+        """The labeled positives' values of ``columns`` (float32), by ascending row id."""
+
+    def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
+        """``[fn(*args) for args in calls]``, side by side where it can."""
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
+        """Run every request (side by side where it can); results in request order."""

@@ -1,0 +1,197 @@
+"""The last stages of a run: alpha over the iterations, its interval, the calibrated
+probabilities, the retrain on recovered labels (Algorithm 4) and the model they make."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pulsnar_dask.core.calibration import fit_calibration_map
+from pulsnar_dask.core.interval import AlphaInterval, alpha_interval
+from pulsnar_dask.core.metrics import classification_metrics
+from pulsnar_dask.core.model import Component, subproblem_components
+from pulsnar_dask.core.subproblem import (
+    calibrated_on_rows,
+    calibration_maps,
+    check_subproblem,
+    combine_on_rows,
+    relabel_claimed,
+    subproblems_alpha,
+)
+from pulsnar_dask.errors import PUError
+from pulsnar_dask.pipeline.executor import ScoreRequest
+from pulsnar_dask.pipeline.job import Job, Reading
+from pulsnar_dask.pipeline.method_choice import spanning_separated
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Alphas:
+    """Alpha over the iterations.
+
+    Attributes
+    ----------
+    alphas : list of float
+        One per iteration.
+    alpha : float
+        Their mean.
+    cluster_alphas : list of float
+        Each first-iteration subproblem's alpha, averaged over the iterations.
+    cluster_groups : list of list of int or None
+        PULSNAR's clusters counted as one subtype (1-based), where there are several.
+    """
+
+    alphas: list[float]
+    alpha: float
+    cluster_alphas: list[float]
+    cluster_groups: list[list[int]] | None
+
+
+def read_alphas(job: Job, reading: Reading) -> Alphas:
+    """Each iteration's alpha, with clusters that claim the same unlabeled rows counted
+    once (:func:`~pulsnar_dask.core.subproblem.subproblems_alpha`)."""
+    first_read = reading.first_read
+    readings = [
+        first_read[1]
+        if first_read is not None and it is first_read[0]
+        else subproblems_alpha(it, job.config.claim_overlap)
+        for it in reading.per_iteration
+    ]
+    alphas = [a for a, _ in readings]
+    cluster_groups = None
+    if reading.method == "pulsnar" and reading.n_clusters > 1:
+        subtypes = readings[0][1]
+        cluster_groups = [(np.flatnonzero(subtypes == g) + 1).tolist() for g in np.unique(subtypes)]
+        if len(cluster_groups) < reading.n_clusters:
+            logger.info(
+                "clusters that claim the same unlabeled rows count once: %s", cluster_groups
+            )
+    cluster_alphas = [
+        float(np.mean([it[c].alpha for it in reading.per_iteration]))
+        for c in range(len(reading.first))
+    ]
+    return Alphas(alphas, float(np.mean(alphas)), cluster_alphas, cluster_groups)
+
+
+def interval_of(job: Job, reading: Reading, alphas: list[float]) -> AlphaInterval | None:
+    """The 95% interval (:func:`~pulsnar_dask.core.interval.alpha_interval`) over the
+    readings of both assumptions where auto weighed them, and the separated-classes
+    reading where auto kept the clusters; None with ``interval_resamples=0``."""
+    config = job.config
+    if not config.interval_resamples:
+        return None
+    job.stage(f"95% interval: {config.interval_resamples} resamples of the probabilities")
+    assumptions = {reading.method: reading.first}
+    if reading.alternative:
+        other = "pulscar" if reading.method == "pulsnar" else "pulsnar"
+        assumptions[other] = reading.alternative
+    interval = alpha_interval(
+        assumptions, config, job.seed, alphas, job.executor.map,
+        readers={"pulscar": ("valley",)} if reading.at_valley else None,
+    )  # fmt: skip
+    separated = (reading.evidence or {}).get("separated") if reading.method == "pulsnar" else None
+    if separated and separated["alpha"] is not None:
+        interval = spanning_separated(interval, separated)
+    job.mark("interval")
+    return interval
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Per-row vectors (by ascending row id) and what the model is made of.
+
+    Attributes
+    ----------
+    probability : ndarray
+        The combined out-of-fold probability.
+    calibrated, improved : ndarray or None
+        Calibrated (Algorithm 3) and retrained (Algorithm 4) probabilities, where asked.
+    metrics : dict or None
+        The retrain's classification metrics against the PU classifier's, with true labels.
+    components : list of Component
+        The model's fold models.
+    model_map : Any
+        The model's calibration map.
+    """
+
+    probability: np.ndarray
+    calibrated: np.ndarray | None
+    improved: np.ndarray | None
+    metrics: dict[str, Any] | None
+    components: list[Component]
+    model_map: Any
+
+
+def outputs_of(
+    job: Job, reading: Reading, cluster_alphas: list[float], calibrate: bool, classify: bool
+) -> Outputs:
+    """The probabilities, their calibration, the retrain on the clusters' claims and the
+    fold models the saved model keeps.
+
+    Raises
+    ------
+    PUError
+        Where the recovered labels leave too few rows of a label for the folds.
+    """
+    config, seed, row_ids, first = job.config, job.seed, job.row_ids, reading.first
+    probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
+    calibrated = improved = metrics = None
+    maps = calibration_maps(row_ids, first, config, seed) if not classify else None
+    if calibrate or classify:
+        job.stage("calibrating probabilities")
+        calibrated = calibrated_on_rows(row_ids, first, config, seed, maps)
+    if not classify:
+        model_map, per_subproblem = maps
+        components = subproblem_components(first, per_subproblem)
+        return Outputs(probability, calibrated, None, None, components, model_map)
+    # with true labels, the PU classifier the retrain is compared with: PULSCAR's scoring,
+    # trained alongside the retrain where no subproblem has it yet
+    true_labels = job.true_labels
+    baseline_needed = (
+        true_labels is not None and reading.method != "pulscar" and reading.pulscar_first is None
+    )
+    job.stage(
+        "classification: retraining on recovered labels"
+        + (" (and scoring PULSCAR, the baseline it is compared with)" if baseline_needed else "")
+    )
+    new_labels = relabel_claimed(job.labels, first, cluster_alphas)
+    try:
+        check_subproblem(new_labels, config)
+    except ValueError as exc:
+        raise PUError(f"cannot retrain on the recovered labels: {exc}") from None
+    features = job.features
+    retrain = ScoreRequest(
+        features,
+        None,
+        row_ids[new_labels > job.labels],
+        job.for_columns(features, max_unlabeled_ratio=None),
+        seed,
+        "classify",
+        job.executor.schema.feature_types(features),
+    )
+    scored, *baseline_scored = job.executor.score(
+        [retrain, job.request(features, None, 0)] if baseline_needed else [retrain]
+    )
+    improved = scored.probabilities
+    components = [Component(features, scored.models)]
+    # the retrain's probabilities mapped to the recovered labels it was trained on
+    model_map = fit_calibration_map(improved, scored.labels, None, config.calibration_method)
+    if true_labels is not None:
+        if reading.at_valley:  # the PU classifier, not the second scoring
+            baseline = reading.pulscar_first.probabilities
+        elif reading.method == "pulscar":
+            baseline = probability
+        elif baseline_scored:
+            baseline = baseline_scored[0].probabilities
+        else:
+            baseline = reading.pulscar_first.probabilities
+        metrics = {
+            "without_pu": classification_metrics(true_labels > 0, baseline),
+            "with_pu": classification_metrics(true_labels > 0, improved),
+        }
+    job.mark("classification")
+    return Outputs(probability, calibrated, improved, metrics, components, model_map)

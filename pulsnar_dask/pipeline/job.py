@@ -1,0 +1,220 @@
+"""What the stages of one run share: the table's executor, the settings, the rows read,
+and how a stage asks for a scoring; and the reading the scoring stages hand on."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.scoring import check_booster_params, column_params
+from pulsnar_dask.core.subproblem import SubproblemResult, check_subproblem, estimate_subproblem
+from pulsnar_dask.core.subtypes import Clustering
+from pulsnar_dask.errors import PUError
+from pulsnar_dask.pipeline.executor import Executor, ScoreRequest
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    """One run's shared state.
+
+    Attributes
+    ----------
+    executor : Executor
+    config : PUConfig
+        The settings the models run with (XGBoost's threads filled in from the executor
+        where the settings leave them open).
+    asked : PUConfig
+        The settings as asked for (what the result records).
+    seed : int
+        Iteration ``i`` scores with ``seed + i``.
+    iterations : int
+    on_stage : callable or None
+        Called with each stage's description, before its log line.
+    row_ids, labels, true_labels : ndarray
+        Set by :func:`read_input`: row ids ascending, 0/1 labels, ground truth or None.
+    """
+
+    executor: Executor
+    config: PUConfig
+    asked: PUConfig
+    seed: int
+    iterations: int
+    on_stage: Callable[[str], None] | None = None
+    row_ids: np.ndarray = field(default_factory=lambda: np.array([]))
+    labels: np.ndarray = field(default_factory=lambda: np.array([]))
+    true_labels: np.ndarray | None = None
+    start: float = field(default_factory=time.perf_counter)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def features(self) -> list[str]:
+        return self.executor.features
+
+    def stage(self, text: str) -> None:
+        """Announce a stage: the caller's hook first, then the log."""
+        if self.on_stage is not None:
+            self.on_stage(text)
+        logger.info(text)
+
+    def mark(self, name: str) -> None:
+        """Record the seconds since the start at which a stage ended."""
+        self.timings[name] = round(time.perf_counter() - self.start, 3)
+
+    def for_columns(self, columns: Sequence[str], **changes: Any) -> PUConfig:
+        """A model's settings: per-feature XGBoost parameters rewritten for its columns."""
+        return self.config.with_(
+            xgb_params=column_params(self.config.xgb_params, self.features, columns), **changes
+        )
+
+    def request(
+        self,
+        columns: Sequence[str],
+        positive_ids: np.ndarray | None,
+        it: int,
+        name: str = "all",
+        untrained: np.ndarray | None = None,
+    ) -> ScoreRequest:
+        """A subproblem's scoring in iteration ``it``: the given positives (``None``: all)
+        against every unlabeled row, on ``columns``.
+
+        Raises
+        ------
+        PUError
+            Where the subproblem has too few rows for its folds.
+        """
+        made = ScoreRequest(
+            list(columns),
+            positive_ids,
+            None,
+            self.for_columns(columns),
+            self.seed + it,
+            f"{name}-it{it}",
+            self.executor.schema.feature_types(columns),
+            untrained,
+        )
+        if positive_ids is not None:
+            try:
+                check_subproblem(made.rows(self.row_ids, self.labels)[1], self.config)
+            except ValueError as exc:
+                raise PUError(f"a subproblem is too small: {exc}") from None
+        return made
+
+    def subproblems(self, requests: list[ScoreRequest]) -> list[SubproblemResult]:
+        """Score the requests where the table is and read each one's alpha here."""
+        return [
+            replace(
+                estimate_subproblem(s.row_ids, s.labels, s.probabilities, r.config, r.seed),
+                features=tuple(r.features),
+                models=tuple(s.models),
+            )
+            for r, s in zip(requests, self.executor.score(requests), strict=True)
+        ]
+
+    def rescore(self, pairs: list[tuple[SubproblemResult, np.ndarray]]) -> list[SubproblemResult]:
+        """Each subproblem's labeled positives scored again against its unlabeled rows,
+        on its columns, with no model trained on the ids given with it (iteration by
+        position)."""
+        self.stage("scoring: the labeled positives against the unlabeled rows least like them")
+        return self.subproblems(
+            [
+                self.request(list(r.features), None, it, "negatives", ids)
+                for it, (r, ids) in enumerate(pairs)
+            ]
+        )
+
+
+@dataclass
+class Reading:
+    """What the scoring stages found, and how alpha is to be read from it.
+
+    Attributes
+    ----------
+    method : str
+        ``pulscar`` or ``pulsnar``: the method the run reports.
+    per_iteration : list of list of SubproblemResult
+        Each iteration's subproblems under that method.
+    n_clusters, mixture_components : int
+        Clusters read (1 for PULSCAR) and the mixture's components before merging.
+    clustering : Clustering or None
+        PULSNAR's clustering of the positives, where it ran.
+    evidence : dict or None
+        Auto's evidence (``method_evidence``).
+    alternative : list of SubproblemResult
+        The first iteration's subproblems under the other assumption (auto), which the
+        interval also spans.
+    first_read : tuple or None
+        Auto's reading of PULSNAR's first iteration: (its subproblems, their alpha and
+        subtype groups), kept so that it is read once.
+    pulscar_first : SubproblemResult or None
+        PULSCAR's first-iteration subproblem beside PULSNAR's (auto), or the PU classifier
+        where alpha was read at a valley of a second scoring.
+    at_valley : bool
+        Auto read alpha at a valley of the unlabeled rows' scores.
+    """
+
+    method: str
+    per_iteration: list[list[SubproblemResult]]
+    n_clusters: int
+    mixture_components: int
+    clustering: Clustering | None = None
+    evidence: dict[str, Any] | None = None
+    alternative: list[SubproblemResult] = field(default_factory=list)
+    first_read: tuple[list[SubproblemResult], tuple] | None = None
+    pulscar_first: SubproblemResult | None = None
+    at_valley: bool = False
+
+    @property
+    def first(self) -> list[SubproblemResult]:
+        return self.per_iteration[0]
+
+
+def read_input(job: Job) -> None:
+    """Read and check the table (``job.row_ids``, ``labels``, ``true_labels``), and the
+    settings against its features.
+
+    Raises
+    ------
+    PUError
+        For a table the folds cannot split, or XGBoost settings it refuses.
+    """
+    job.stage("reading and checking the input")
+    executor, config = job.executor, job.config
+    job.row_ids, job.labels, job.true_labels = executor.read()
+    if len(executor.copies):
+        logger.warning(
+            "%d of %d rows copy another row's features exactly (not by chance: the table has "
+            "features with too many values for that); each group of copies is kept in one "
+            "fold (a copy in the training folds would give the held-out row's label away)",
+            executor.copies.n_copies,
+            job.row_ids.size,
+        )
+    try:
+        check_subproblem(job.labels, config)
+    except ValueError as exc:
+        raise PUError(f"too few rows for {config.n_folds} folds: {exc}") from None
+    job.mark("input")
+    features = job.features
+    if config.xgb_params:
+        try:
+            check_booster_params(
+                column_params(config.xgb_params, features, features),
+                executor.schema.feature_types(),
+                len(features),
+            )
+        except ValueError as exc:
+            raise PUError(f"invalid settings: {exc}") from None
+    logger.info(
+        "%d rows (%d positive), %d features, engine %s",
+        job.labels.size,
+        int(job.labels.sum()),
+        len(features),
+        executor.engine,
+    )
