@@ -368,7 +368,7 @@ class PULSNAR(PULSCAR):
         + """    method : {"auto", "pulsnar"}, default "auto"
         ``auto`` also fits PULSCAR (all positives as one subproblem) and keeps it when
         the positives form one cluster or the clusters hide positives in proportion to
-        their labeled ones (:func:`pulsnar_dask.core.subtypes.choose_method`), or reads
+        their labeled ones (:func:`pulsnar_dask.core.scar_or_snar.choose_method`), or reads
         alpha at the dip of its unlabeled rows' scores where that dip is plain
         (``valley_depth``; at the dip of a second scoring, the labeled positives against
         the unlabeled rows below it, where that one is plain too); ``pulsnar`` always

@@ -225,17 +225,17 @@ def test_bad_options():
 
 
 def test_importance_gain_is_row_order_free_and_caps_the_unlabeled():
-    from pulsnar_dask.core.subtypes import importance_gain
+    from pulsnar_dask.core.subtypes import importance_model_gain
 
     d = make_pu_data("scar", 100, 2000, 5, 0.2, class_sep=1.0, random_state=0)
     ids = np.arange(d.label.size) * 7 + 3
     perm = np.random.default_rng(1).permutation(d.label.size)
     config = PUConfig(n_threads=1, max_unlabeled_ratio=2.0)
-    gain = importance_gain(d.X, d.label, ids, config, seed=0)
+    gain = importance_model_gain(d.X, d.label, ids, config, seed=0)
     np.testing.assert_array_equal(
-        importance_gain(d.X[perm], d.label[perm], ids[perm], config, 0), gain
+        importance_model_gain(d.X[perm], d.label[perm], ids[perm], config, 0), gain
     )
-    uncapped = importance_gain(d.X, d.label, ids, config.with_(max_unlabeled_ratio=None), 0)
+    uncapped = importance_model_gain(d.X, d.label, ids, config.with_(max_unlabeled_ratio=None), 0)
     assert (gain > 0).any() and not np.array_equal(gain, uncapped)
 
 

@@ -15,7 +15,7 @@ import pytest
 from distributed import Client
 
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.subtypes import importance_gain
+from pulsnar_dask.core.subtypes import importance_model_gain
 from pulsnar_dask.dask_executor.connect import ProcessCluster
 from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.datasets.synthetic import synthetic_dask_frame
@@ -105,10 +105,10 @@ def test_the_importance_model_trains_on_rows_in_id_order_without_copying_them():
     X = rng.random((20_000, 50), dtype=np.float32)
     labels = (np.arange(20_000) % 3 == 0).astype(np.int8)
     config = PUConfig(n_rounds=5)
-    importance_gain(X[:100], labels[:100], np.arange(100), config, 0)  # XGBoost's imports
-    in_order, peak = _peak_bytes(importance_gain, X, labels, np.arange(20_000), config, 0)
+    importance_model_gain(X[:100], labels[:100], np.arange(100), config, 0)  # XGBoost's imports
+    in_order, peak = _peak_bytes(importance_model_gain, X, labels, np.arange(20_000), config, 0)
     assert peak < X.nbytes / 2  # XGBoost's own memory is not traced; a copy of X would be
     shuffled = rng.permutation(20_000)  # the same rows in another order: the same model
     np.testing.assert_allclose(
-        importance_gain(X[shuffled], labels[shuffled], shuffled, config, 0), in_order
+        importance_model_gain(X[shuffled], labels[shuffled], shuffled, config, 0), in_order
     )

@@ -7,7 +7,7 @@ from pulsnar_dask import PULSCAR, PULSNAR, estimate_alpha, make_pu_data
 from pulsnar_dask.core.alpha import valley_cut
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.interval import Z_95, AlphaInterval
-from pulsnar_dask.core.subtypes import (
+from pulsnar_dask.core.scar_or_snar import (
     SCAR_MIX_DISTANCE,
     choose_method,
     scar_mix_noise,

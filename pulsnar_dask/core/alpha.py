@@ -30,6 +30,7 @@ low. It needs such a dip: ``method="auto"`` reads it only where one is plain
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -227,13 +228,6 @@ def tail_ratios(
     below = np.cumsum(np.bincount(passed, minlength=thresholds.size + 1))[:-1]
     tail_u = 1.0 - below / passed.size
     return thresholds, tail_u / tail_p
-
-
-def tail_alpha(
-    probabilities: np.ndarray, labels: np.ndarray, tail_fraction: float = DEFAULT_TAIL_FRACTION
-) -> float:
-    """Alpha as the smallest tail ratio (:func:`tail_ratios`), below 1."""
-    return _smallest_ratio(tail_ratios(probabilities, labels, tail_fraction)[1])
 
 
 def _smallest_ratio(ratios: np.ndarray) -> float:
@@ -507,6 +501,47 @@ def best_bin_alpha(
     return float(min(np.mean(estimates), CANDIDATES[-1]))
 
 
+@dataclass(frozen=True)
+class RatioReading:
+    """Alpha read from ratios of tail shares, with the ratios it was read from (plots).
+
+    Attributes
+    ----------
+    alpha : float
+    thresholds, ratios : ndarray
+        The probabilities the shares were taken above, and ``P_U(p >= t) / P_P(p >= t)``.
+    """
+
+    alpha: float
+    thresholds: np.ndarray
+    ratios: np.ndarray
+
+
+def _tail_reading(p: np.ndarray, y: np.ndarray, tail_fraction: float, seed: int | None):
+    thresholds, ratios = tail_ratios(p, y, tail_fraction)
+    return RatioReading(_smallest_ratio(ratios), thresholds, ratios)
+
+
+def _bbe_reading(p: np.ndarray, y: np.ndarray, tail_fraction: float, seed: int | None):
+    thresholds, ratios, _ = best_bin_ratios(p, y)
+    return RatioReading(best_bin_alpha(p, y, random_state=seed), thresholds, ratios)
+
+
+def _valley_reading(p: np.ndarray, y: np.ndarray, tail_fraction: float, seed: int | None):
+    valley = valley_cut(p, y)
+    return RatioReading(valley.alpha, np.array([valley.cut]), np.array([valley.alpha]))
+
+
+# Every reader of alpha but the kernel objective (which reads the densities:
+# :func:`estimate_alpha`), by its name in ``ALPHA_ESTIMATORS``; each takes (probabilities,
+# labels, tail_fraction, seed).
+RATIO_READERS: dict[str, Callable[[np.ndarray, np.ndarray, float, int | None], RatioReading]] = {
+    "tail": _tail_reading,
+    "bbe": _bbe_reading,
+    "valley": _valley_reading,
+}
+
+
 def _check_inputs(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p = np.asarray(probabilities, dtype=float).ravel()
     y = np.asarray(labels).ravel()
@@ -607,19 +642,11 @@ def estimate_alpha(
     f_u = beta_kernel_density(sample_u, grid, bandwidth, kernel_normalization)
     positives = p[y == 1] if region == "positives" else None
     objective = alpha_objective(f_p, f_u, grid, region, positives)
-    thresholds = ratios = np.empty(0)
     if estimator == "kernel":
-        alpha = alpha_from_objective(objective)
-    elif estimator == "tail":
-        thresholds, ratios = tail_ratios(p, y, tail_fraction)
-        alpha = _smallest_ratio(ratios)
-    elif estimator == "valley":
-        valley = valley_cut(p, y)
-        alpha = valley.alpha
-        thresholds, ratios = np.array([valley.cut]), np.array([alpha])
+        alpha, thresholds, ratios = alpha_from_objective(objective), np.empty(0), np.empty(0)
     else:
-        thresholds, ratios, _ = best_bin_ratios(p, y)
-        alpha = best_bin_alpha(p, y, random_state=random_state)
+        read = RATIO_READERS[estimator](p, y, tail_fraction, random_state)
+        alpha, thresholds, ratios = read.alpha, read.thresholds, read.ratios
     logger.debug(
         "alpha=%.4f (%s) bandwidth=%.4f bins=%d region=%s", alpha, estimator, bandwidth, k, region
     )

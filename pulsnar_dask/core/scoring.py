@@ -420,7 +420,7 @@ def out_of_fold_probabilities(
     return fold_predictions(models, X, folds, params.get("nthread")), models
 
 
-def gain_importance(
+def trained_gain(
     X: np.ndarray,
     labels: np.ndarray,
     params: Mapping[str, Any],

@@ -11,11 +11,9 @@ from functools import cached_property
 import numpy as np
 
 from pulsnar_dask.core.alpha import (
+    RATIO_READERS,
     AlphaEstimate,
-    best_bin_alpha,
     estimate_alpha,
-    tail_alpha,
-    valley_cut,
 )
 from pulsnar_dask.core.calibration import (
     CalibrationMap,
@@ -109,12 +107,9 @@ def alpha_value(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: i
     """Alpha alone, as :func:`read_alpha` reads it, without the densities kept for plots
     where the reader does not need them (``tail``, ``bbe``, ``valley``): what resamples
     need."""
-    if config.alpha_estimator == "tail":
-        return tail_alpha(proba, labels, config.tail_fraction)
-    if config.alpha_estimator == "bbe":
-        return best_bin_alpha(proba, labels, random_state=seed)
-    if config.alpha_estimator == "valley":
-        return valley_cut(proba, labels).alpha
+    reader = RATIO_READERS.get(config.alpha_estimator)
+    if reader is not None:
+        return reader(proba, labels, config.tail_fraction, seed).alpha
     return read_alpha(proba, labels, config, seed).alpha
 
 

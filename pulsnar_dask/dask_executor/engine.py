@@ -58,7 +58,7 @@ from pulsnar_dask.core.schema import (
 )
 from pulsnar_dask.core.scoring import booster_params, fold_model, fold_predictions
 from pulsnar_dask.core.subproblem import check_subproblem
-from pulsnar_dask.core.subtypes import importance_gain
+from pulsnar_dask.core.subtypes import importance_model_gain
 from pulsnar_dask.dask_executor.malloc import with_heap_blocks
 from pulsnar_dask.dask_executor.partitions import stored
 from pulsnar_dask.dask_executor.sending import sent_once
@@ -230,7 +230,9 @@ def widened(threads: int, otherwise: int | None = None) -> Iterator[int | None]:
 def _gain_task(parts, schema: FeatureSchema, label, id_col, config, seed, widened_to: int):
     X, y, ids = _rows(parts, schema.names, label, id_col)
     with widened(widened_to, config.n_threads) as n:
-        return importance_gain(X, y, ids, config.with_(n_threads=n), seed, schema.feature_types())
+        return importance_model_gain(
+            X, y, ids, config.with_(n_threads=n), seed, schema.feature_types()
+        )
 
 
 def _trainable_part(part, id_col, label, thresholds, seed):

@@ -111,7 +111,7 @@ class Executor(Protocol):
         labels and true labels."""
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
-        """Gain importance per feature (:func:`~pulsnar_dask.core.subtypes.importance_gain`);
+        """Gain importance per feature (:func:`~pulsnar_dask.core.subtypes.importance_model_gain`);
         ``config.n_threads`` is the user's setting, ``None`` leaving the threads to the
         executor (the model trains while nothing else runs)."""
 

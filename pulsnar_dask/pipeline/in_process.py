@@ -13,7 +13,7 @@ from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import CopyGroups, content_hashes
 from pulsnar_dask.core.schema import FeatureSchema, frame_schema
 from pulsnar_dask.core.subproblem import cross_validated_scores
-from pulsnar_dask.core.subtypes import importance_gain
+from pulsnar_dask.core.subtypes import importance_model_gain
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.checks import check_labels, check_representable
 from pulsnar_dask.pipeline.executor import Scored, ScoreRequest
@@ -108,7 +108,7 @@ class InProcessExecutor:
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
         types = self.schema.feature_types()
-        return importance_gain(self.X, self.y, self.row_ids, config, seed, types)
+        return importance_model_gain(self.X, self.y, self.row_ids, config, seed, types)
 
     def _columns(self, columns: Sequence[str]) -> np.ndarray:
         """The features ``columns`` (the array itself when they are all, in order)."""

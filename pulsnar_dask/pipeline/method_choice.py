@@ -18,8 +18,8 @@ from pulsnar_dask.core.alpha import (
 )
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.interval import AlphaInterval
+from pulsnar_dask.core.scar_or_snar import choose_method
 from pulsnar_dask.core.subproblem import SubproblemResult, read_alpha, subproblems_alpha
-from pulsnar_dask.core.subtypes import choose_method
 from pulsnar_dask.pipeline.job import Job, Reading
 from pulsnar_dask.pipeline.result import SEPARATED_READING
 
@@ -32,7 +32,7 @@ MIN_RELIABLE_NEGATIVES_PER_FOLD = 10
 
 def choose_reading(job: Job, reading: Reading, pulscar: list[SubproblemResult]) -> None:
     """Auto's choice, made on PULSNAR's reading in place: PULSCAR or the clusters
-    (:func:`~pulsnar_dask.core.subtypes.choose_method`), then the valley of PULSCAR's
+    (:func:`~pulsnar_dask.core.scar_or_snar.choose_method`), then the valley of PULSCAR's
     scores where one is plain (:func:`valley_readings`), and where the clusters stay,
     the separated-classes reading (:func:`separated_reading`).
 
