@@ -1,5 +1,6 @@
 """Input from and output to a real S3-compatible server (moto in server mode, on loopback)."""
 
+import hashlib
 import json
 
 import pandas as pd
@@ -166,3 +167,70 @@ def test_one_run_at_a_time_holds_an_object_store_location(s3_env):
     first.discard_staging()
     keys = [o["Key"] for o in s3_env.list_objects_v2(Bucket="pu-test")["Contents"]]
     assert keys == ["runs/locked/summary.json"]
+
+
+def _objects(s3) -> dict[str, str]:
+    """Every object in the bucket: its key and the hash of its bytes."""
+    found = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="pu-test"):
+        for obj in page.get("Contents", []):
+            body = s3.get_object(Bucket="pu-test", Key=obj["Key"])["Body"].read()
+            found[obj["Key"]] = hashlib.sha256(body).hexdigest()
+    return found
+
+
+def test_no_path_mistake_on_object_storage_changes_an_object(s3_env, tmp_path, capsys):
+    """The local sweep of tests/test_path_mistakes.py with prefixes: one line each, and no
+    object of the input, the model or the user's added, changed or removed."""
+    small_snar(tmp_path / "data", partitions=2)
+    _upload(s3_env, tmp_path / "data", "data")
+    s3_env.put_object(Bucket="pu-test", Key="notes/todo.txt", Body=b"mine")
+    s3_env.put_object(Bucket="pu-test", Key="top.txt", Body=b"at the bucket's root")
+    run = "s3://pu-test/runs/one"
+    status, _, err = run_cli(
+        ["run", "--input", "s3://pu-test/data", "--out", run, "--method", "pulscar",
+         "--interval-resamples", "0", "--n-workers", "1"],
+        capsys,
+    )  # fmt: skip
+    assert status == 0, err
+    data, overlap = "s3://pu-test/data", "overlap; the outputs need a location of their own"
+    foreign = "holds files that are not a run's"
+    sweep = {
+        "run into the input": (["run", "--input", data, "--out", data], overlap),
+        "run inside the input": (["run", "--input", data, "--out", f"{data}/runs/1"], overlap),
+        "run into the bucket": (["run", "--input", data, "--out", "s3://pu-test"], overlap),
+        "run into the user's prefix": (
+            ["run", "--input", data, "--out", "s3://pu-test/notes"],
+            foreign,
+        ),
+        "overwriting the user's prefix": (
+            ["run", "--input", data, "--out", "s3://pu-test/notes", "--overwrite"],
+            foreign,
+        ),
+        "run onto a finished run": (
+            ["run", "--input", data, "--out", run],
+            "already holds a finished run",
+        ),
+        "score into the model's run": (
+            ["score", "--model", run, "--input", data, "--out", run],
+            overlap,
+        ),
+        "score inside the model's run": (
+            ["score", "--model", run, "--input", data, "--out", f"{run}/scored"],
+            overlap,
+        ),
+        "score into a prefix holding the model": (
+            ["score", "--model", run, "--input", data, "--out", "s3://pu-test/runs"],
+            overlap,
+        ),
+        "score with the input as the model": (
+            ["score", "--model", data, "--input", data, "--out", "s3://pu-test/scored"],
+            "no model at",
+        ),
+    }
+    before = _objects(s3_env)
+    for case, (args, message) in sweep.items():
+        status, _, err = run_cli([*args, "--n-workers", "1"], capsys)
+        assert status == 2, (case, err)
+        assert message in err and "Traceback" not in err, (case, err)
+        assert _objects(s3_env) == before, case
