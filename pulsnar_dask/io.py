@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_TRUE_LABEL = "true_label"
 DEFAULT_ID = "row_id"
 MODEL_DIR = "model"  # a run's model, inside its output location
+RUN_SUMMARY = "summary.json"  # written last: a location without it holds no finished run
 
 
 def parse_storage_options(text: str | None) -> dict[str, Any]:
@@ -505,18 +506,25 @@ def write_pu_parquet(chunks: Iterable[PUData], out: Path) -> tuple[int, float]:
 
 
 def read_model(url: str, storage_options: dict[str, Any] | None = None) -> PUModel:
-    """Load a saved model: a run's output location (its ``model/`` folder is used) or a
-    model folder, local or any fsspec URL.
+    """Load a saved model: a finished run's output location (its ``model/`` folder is
+    used) or a model folder, local or any fsspec URL.
 
     Raises
     ------
     PUError
-        If there is no model there, or it cannot be read.
+        If there is no model there, the run there is not finished (no ``summary.json``:
+        it was interrupted, and its model may be another run's or partial), or the model
+        cannot be read.
     """
     try:
         fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
         path = path.rstrip("/")
         if not fs.exists(f"{path}/{MODEL_FILE}") and fs.exists(f"{path}/{MODEL_DIR}/{MODEL_FILE}"):
+            if not fs.exists(f"{path}/{RUN_SUMMARY}"):
+                raise PUError(
+                    f"{url} holds no finished run (no {RUN_SUMMARY}: a run there was "
+                    "interrupted), so its model may be partial; use a finished run"
+                )
             path = f"{path}/{MODEL_DIR}"
         if not fs.exists(f"{path}/{MODEL_FILE}"):
             raise PUError(f"no model at {url} (no {MODEL_FILE} there or in {MODEL_DIR}/)")

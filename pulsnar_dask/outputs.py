@@ -35,10 +35,11 @@ from fsspec.implementations.local import LocalFileSystem
 from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.dask_executor.sending import sent_once
 from pulsnar_dask.errors import PUError
+from pulsnar_dask.io import RUN_SUMMARY
 
 logger = logging.getLogger(__name__)
 
-SUMMARY = "summary.json"
+SUMMARY = RUN_SUMMARY
 PREDICTIONS = "predictions"
 STAGING_PREFIX = "_staging-"
 PREVIOUS_PREFIX = "_previous-"  # an older run's files, set aside while a run commits
