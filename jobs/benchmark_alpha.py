@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pandas as pd
-from common import RESULTS
+from common import RESULTS, write_result
 
 from pulsnar_dask import estimate_alpha
 
@@ -79,7 +79,7 @@ def main() -> None:
             f"{r['speedup']:.0f}x | {r['fast_alpha']:.4f} | {r['exact_alpha']:.4f} | "
             f"{r['alpha_difference']:.4f} |"
         )
-    (RESULTS / "alpha_speed.md").write_text("\n".join(lines) + "\n")
+    write_result(RESULTS / "alpha_speed.md", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import DATA, RESULTS, half_width
+from common import DATA, RESULTS, half_width, write_result
 
 from benchmarks.realdata import REAL_SETS
 from pulsnar_dask import make_pu_data
@@ -193,7 +193,7 @@ def run() -> None:
         kept = pd.read_csv(args.out.with_suffix(".csv"))
         runs = pd.concat([kept[~kept["dataset"].isin(args.only)], runs], ignore_index=True)
     runs.to_csv(args.out.with_suffix(".csv"), index=False)
-    args.out.with_suffix(".md").write_text(markdown(runs))
+    write_result(args.out.with_suffix(".md"), markdown(runs))
     print(markdown(runs))
 
 

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import RESULTS, SUBTYPE_SETS, build
+from common import RESULTS, SUBTYPE_SETS, build, write_result
 
 import pulsnar_dask
 from pulsnar_dask import PULSNAR
@@ -420,7 +420,7 @@ def table(runs_path: Path, before_path: Path | None, name: str) -> None:
         lines.append("")
     lines += ["Setting applied to each family (chosen on the others):", ""]
     lines += [f"- {family}: {_setting_text(s)}" for family, s in held_out.items()]
-    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    write_result(RESULTS / f"{name}.md", "\n".join(lines))
     print("\n".join(lines))
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import DATA, RESULTS
+from common import DATA, RESULTS, write_result
 
 from benchmarks.realdata import FRACTIONS, REAL_SETS, scar_pu_data
 from pulsnar_dask import PULSCAR
@@ -127,7 +127,7 @@ def main() -> None:
             f"| {name} | {r.runs:.0f} | {r.negative_auc_min:.3f}-{r.negative_auc_max:.3f} | "
             f"{r.pu_auc_min:.3f}-{r.pu_auc_max:.3f} | {r.warned:.0f} | {r.pulscar_mae:.3f} |"
         )
-    (RESULTS / "overlap.md").write_text("\n".join(lines) + "\n")
+    write_result(RESULTS / "overlap.md", "\n".join(lines))
     print("\n".join(lines))
 
 

@@ -50,7 +50,7 @@ import dask.dataframe as dd
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from common import DATA, ROOT, config_from_settings
+from common import DATA, ROOT, config_from_settings, write_result
 
 from benchmarks.realdata import REAL_SETS
 from benchmarks.shuttle import FRACTIONS as SHUTTLE_FRACTIONS
@@ -499,7 +499,7 @@ def write_outputs(
         "|---|---|---|---|---|---|",
     ]
     for name, sel in summary.groupby("dataset", sort=False):
-        (out / f"{name}.md").write_text(benchmark_markdown(name, runs, sel, paper))
+        write_result(out / f"{name}.md", benchmark_markdown(name, runs, sel, paper))
         bar_plot(sel, paper, name, out / f"{name}.png")
         for algorithm in sel.algorithm.unique():
             these = runs[(runs.benchmark == name) & (runs.algorithm == algorithm)]
@@ -514,16 +514,16 @@ def write_outputs(
             )
     calibration = calibration_outputs(runs, curves, out)
     if calibration:
-        (out / "calibration.md").write_text("\n".join(calibration) + "\n")
+        write_result(out / "calibration.md", "\n".join(calibration))
     classification = classification_outputs(runs, out)
     if classification:
-        (out / "classification.md").write_text("\n".join(classification) + "\n")
+        write_result(out / "classification.md", "\n".join(classification))
     head += real_data_acceptance(runs, paper)
     head += interval_coverage(runs)
     if left_out:
         head += ["", "Left out (the set cannot hide that many positives):", ""]
         head += [f"- {line}" for line in left_out]
-    (out / "summary.md").write_text("\n".join(head) + "\n")
+    write_result(out / "summary.md", "\n".join(head))
 
 
 def main() -> None:

@@ -19,8 +19,7 @@ The reference has to be told SCAR or SNAR; ours decides (``--method auto``). Its
 are paired with our committed runs of the same set, fraction and seed
 (``paper_variants/cluster_split/runs.csv``, today's defaults through the engine).
 
-The reference imports ``rpy2`` at the top of ``puestimator/AlphaEstimate.py``; without R,
-put that import in a ``try`` (only its R bandwidth rules use it). A run takes (2 processes
+How it is imported and run: :mod:`reference` (beside this job). A run takes (2 processes
 of one XGBoost thread each, median) 10 s on the image segments, 27 s on gas or avila and
 53 s on shuttle; ``--seeds`` and ``--fractions`` pick a subset. Writes
 benchmarks/results/reference.{csv,md}; runs already in reference.csv (failed ones too)
@@ -34,20 +33,14 @@ it skips those with fewer than 10 positives (their alpha counts as 0); PULSCAR h
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import os
-import sys
-import tempfile
 import time
-import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
-from common import DATA, RESULTS
+from common import DATA, RESULTS, write_result
+from reference import load, reference_alpha
 
 from benchmarks.realdata import REAL_SETS
 
@@ -67,17 +60,15 @@ SCAR_ARGS = {
 SNAR_XGB = {"n_jobs": 1, "max_depth": 4, "learning_rate": 0.25, "eval_metric": "logloss",
             "random_state": 101}  # fmt: skip
 SCAR_XGB = {"n_jobs": 1, "max_depth": 5, "eval_metric": "logloss", "random_state": 101}
+GMM = {"n_components": 1, "random_state": 101, "reg_covar": 1e-4}
 
 
 def run_one(task: tuple) -> dict:
-    """One reference run in its own process and folder (it writes result files)."""
-    reference, name, fraction, seed = task
-    warnings.filterwarnings("ignore")
-    if str(reference) not in sys.path:
-        sys.path.insert(0, str(reference))
-    from PULSNAR import PULSNAR  # the reference, from --reference
+    """One reference run in its own process and folder (:func:`reference.reference_alpha`)."""
+    checkout, name, fraction, seed = task
+    pulsnar = load(checkout)
 
-    class Counting(PULSNAR.PULSNARClassifier):
+    class Counting(pulsnar.PULSNARClassifier):
         """Records how many clusters the reference's mixture formed."""
 
         def determine_clusters(self, *args, **kwargs):
@@ -91,42 +82,16 @@ def run_one(task: tuple) -> dict:
     snar = real.scenario == "snar"
     row = {"benchmark": name, "true_alpha": fraction, "seed": seed,
            "actual_alpha": float(np.mean(data.true_label[label == 0] > 0))}  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp:
-        params = Path(tmp) / "params.yaml"
-        params.write_text(
-            yaml.safe_dump(
-                {
-                    "XGB_params": SNAR_XGB if snar else SCAR_XGB,
-                    "GMM_params": {"n_components": 1, "random_state": 101, "reg_covar": 1e-4},
-                    "IO_params": {
-                        "result_file": f"{tmp}/predictions.tsv",
-                        "alpha_file": f"{tmp}/alpha_estimates.tsv",
-                        "imp_feature_file": f"{tmp}/imp_features.pkl",
-                        "bic_plot_file": f"{tmp}/bic.png",
-                    },
-                }
-            )
-        )
-        model = Counting(
-            **(SNAR_ARGS if snar else SCAR_ARGS), csrdata=False, classifier="xgboost",
-            calibration=False, classification_metrics=False, n_iterations=1, kfold=5,
-            kflips=1, pulsnar_params_file=str(params),
+    start = time.perf_counter()
+    try:
+        alpha, model = reference_alpha(
+            Counting, SNAR_ARGS if snar else SCAR_ARGS, SNAR_XGB if snar else SCAR_XGB, GMM,
+            data.X, label, (data.true_label > 0).astype(int),
         )  # fmt: skip
-        start, cwd = time.perf_counter(), os.getcwd()
-        try:
-            os.chdir(tmp)  # it also writes into the working directory
-            with contextlib.redirect_stdout(io.StringIO()):
-                result = model.pulsnar(
-                    data.X.astype(np.float64), label, tru_label=(data.true_label > 0).astype(int),
-                    rec_list=np.arange(label.size),
-                )  # fmt: skip
-        except Exception as exc:  # the reference's own failures are a result here
-            return {**row, "alpha": np.nan, "n_clusters": np.nan, "seconds": np.nan,
-                    "failure": f"{type(exc).__name__}: {exc}"[:200]}  # fmt: skip
-        finally:
-            os.chdir(cwd)
-    return {**row, "alpha": float(result["estimated_alpha"]),
-            "n_clusters": getattr(model, "clusters_found", 1),
+    except Exception as exc:  # the reference's own failures are a result here
+        return {**row, "alpha": np.nan, "n_clusters": np.nan, "seconds": np.nan,
+                "failure": f"{type(exc).__name__}: {exc}"[:200]}  # fmt: skip
+    return {**row, "alpha": alpha, "n_clusters": getattr(model, "clusters_found", 1),
             "seconds": round(time.perf_counter() - start, 1), "failure": ""}  # fmt: skip
 
 
@@ -195,7 +160,7 @@ def write(runs: pd.DataFrame, ours: pd.DataFrame) -> None:
             f"- {r.benchmark} {r.true_alpha:g} seed {r.seed}: {r.failure}"
             for r in failures.itertuples()
         ]
-    (RESULTS / "reference.md").write_text("\n".join(lines) + "\n")
+    write_result(RESULTS / "reference.md", "\n".join(lines))
 
 
 def main() -> None:

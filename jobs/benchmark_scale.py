@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import psutil
 import pyarrow.parquet as pq
-from common import RESULTS, synthetic_parquet, timed_run
+from common import RESULTS, synthetic_parquet, timed_run, write_result
 
 from pulsnar_dask.dask_executor.connect import ProcessCluster
 from pulsnar_dask.io import DEFAULT_TRUE_LABEL
@@ -256,7 +256,7 @@ def write(
         ]
     if len(stages) >= 2:
         lines += projection(args, table, stages)
-    (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+    write_result(RESULTS / f"{args.name}.md", "\n".join(lines))
 
 
 def projection(args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFrame) -> list:

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 import pandas as pd
-from common import RESULTS, synthetic_parquet, timed_run
+from common import RESULTS, synthetic_parquet, timed_run, write_result
 
 
 def main() -> None:
@@ -117,7 +117,7 @@ def write(runs: pd.DataFrame, args: argparse.Namespace) -> None:
             f"{int(sel.alpha_identified.sum())} | {int(sel.may_be_low.fillna(False).sum())} "
             f"| {sel.pu_auc.mean():.3f} |"
         )
-    (RESULTS / "wide.md").write_text("\n".join(lines) + "\n")
+    write_result(RESULTS / "wide.md", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -50,6 +50,37 @@ def build(family: str, fraction: float, seed: int):
     return real.pu_data(DATA, fraction, seed), [f"x{i}" for i in real.categorical] or None
 
 
+def provenance() -> str:
+    """One line that says what produced a results file: the command, the commit (with
+    ``+changes`` where the checkout differs from it), the date, the machine, and the
+    versions of Python and the packages the figures depend on."""
+    import datetime
+    import importlib.metadata
+    import platform
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+        return out.stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += "+changes"
+    packages = ("pulsnar-dask", "xgboost", "dask", "distributed", "numpy", "scikit-learn")
+    versions = ", ".join(f"{p} {importlib.metadata.version(p)}" for p in packages)
+    memory = psutil.virtual_memory().total / 2**30
+    command = " ".join(["python", *sys.argv])
+    return (
+        f"Produced by `{command}` at commit {commit} on "
+        f"{datetime.date.today().isoformat()}, on {os.cpu_count()} cores and {memory:.0f} GiB "
+        f"({platform.machine()}); Python {platform.python_version()}, {versions}."
+    )
+
+
+def write_result(path: Path, text: str) -> None:
+    """Write a results file with its :func:`provenance` line at the end."""
+    path.write_text(text.rstrip("\n") + "\n\n" + provenance() + "\n")
+
+
 def half_width(values) -> float:
     """Half the width of the normal 95% interval of the mean of ``values``: 1.96
     standard errors (NaN for fewer than two values)."""

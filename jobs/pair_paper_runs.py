@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import half_width
+from common import half_width, write_result
 
 KEYS = ["benchmark", "algorithm", "setting", "seed"]
 MOVED = 5e-5
@@ -105,7 +105,7 @@ def main() -> None:
     table, unpaired = pair(pd.read_csv(args.before), pd.read_csv(args.after))
     text = markdown(table, unpaired, args.before, args.after)
     if args.out:
-        args.out.write_text(text)
+        write_result(args.out, text)
     else:
         print(text, end="")
 
