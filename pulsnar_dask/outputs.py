@@ -155,9 +155,15 @@ class RunOutput:
         holder's)."""
         try:
             existed = self.fs.exists(self.path)
-            entries = self._entries() if existed else []
+            is_file = existed and not self.fs.isdir(self.path)
+            entries = self._entries() if existed and not is_file else []
         except Exception as exc:
             raise PUError(f"cannot access output location {self.url}: {exc}") from None
+        if is_file:
+            raise PUError(
+                f"--out {self.url} is a file, not a folder; the outputs need a folder of "
+                "their own"
+            )
         if SUMMARY in entries and not self.overwrite:
             raise PUError(
                 f"{self.url} already holds a finished run ({SUMMARY}); "

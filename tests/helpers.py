@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -64,3 +65,75 @@ def wait_for_text(log: Path, text: str, timeout: float = 120) -> None:
         if time.time() > deadline:
             raise TimeoutError(f"{text!r} did not appear in {log}")
         time.sleep(0.2)
+
+
+def file_hashes(root: Path) -> dict[str, str]:
+    """Every file under ``root``: its path (relative) and the sha256 of its bytes."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def path_mistakes(
+    data: str, data_holder: str, holder_input: str, user: str, user_file: str, run: str,
+    run_holder: str, elsewhere: str,
+) -> dict[str, tuple[list[str], str]]:  # fmt: skip
+    """Every path mistake of ``run`` and ``score``, for local paths or URLs alike: each
+    case's arguments and the words its one error line must hold.
+
+    ``data``: an input; ``data_holder``: a location holding the input ``holder_input``;
+    ``user``: a folder of the user's own files, ``user_file`` one of them; ``run``: a
+    finished run, inside ``run_holder``; ``elsewhere``: a new location.
+    """
+    overlap = "overlap; the outputs need a location of their own"
+    foreign = "holds files that are not a run's"
+    return {
+        "run into the input": (["run", "--input", data, "--out", data], overlap),
+        "run into a folder inside the input": (
+            ["run", "--input", data, "--out", f"{data}/runs/one"],
+            overlap,
+        ),
+        "run into a folder holding the input": (
+            ["run", "--input", holder_input, "--out", data_holder],
+            overlap,
+        ),
+        "run into the input, overwriting": (
+            ["run", "--input", data, "--out", data, "--overwrite"],
+            overlap,
+        ),
+        "run into the user's folder": (["run", "--input", data, "--out", user], foreign),
+        "run into the user's folder, overwriting": (
+            ["run", "--input", data, "--out", user, "--overwrite"],
+            foreign,
+        ),
+        "run onto a user's file": (
+            ["run", "--input", data, "--out", user_file],
+            "is a file, not a folder",
+        ),
+        "run onto a finished run": (
+            ["run", "--input", data, "--out", run],
+            "already holds a finished run",
+        ),
+        "score into the model's run": (
+            ["score", "--model", run, "--input", data, "--out", run],
+            overlap,
+        ),
+        "score into a folder inside the model's run": (
+            ["score", "--model", run, "--input", data, "--out", f"{run}/scored"],
+            overlap,
+        ),
+        "score into a folder holding the model's run": (
+            ["score", "--model", run, "--input", data, "--out", run_holder],
+            overlap,
+        ),
+        "score into the input": (
+            ["score", "--model", run, "--input", data, "--out", data],
+            overlap,
+        ),
+        "score with the input as the model": (
+            ["score", "--model", data, "--input", data, "--out", elsewhere],
+            "no model at",
+        ),
+    }

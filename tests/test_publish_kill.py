@@ -6,7 +6,6 @@ are all kept; and the next run with ``--overwrite`` completes there."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -16,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_cli, small_snar
+from helpers import file_hashes, run_cli, small_snar
 
 from pulsnar_dask.outputs import LOCK, PREVIOUS_PREFIX, STAGING_PREFIX, SUMMARY
 
@@ -37,14 +36,6 @@ sys.argv = ["pulsnar-dask", *sys.argv[2:]]
 console()
 """
 RUN = ["--method", "pulscar", "--interval-resamples", "0", "--n-workers", "1", "--quiet"]
-
-
-def files(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +73,7 @@ def run_entries(out: Path) -> dict[str, str]:
     or the lock)."""
     return {
         name: digest
-        for name, digest in files(out).items()
+        for name, digest in file_hashes(out).items()
         if not name.startswith((STAGING_PREFIX, PREVIOUS_PREFIX, LOCK))
     }
 
@@ -113,7 +104,7 @@ def test_a_run_killed_while_publishing_leaves_one_whole_run_or_none(older, point
     }[point]
     out = tmp_path / "out"
     shutil.copytree(source, out)
-    old = files(source)
+    old = file_hashes(source)
     killed_run(root, out, at)
 
     top, kept = run_entries(out), {}
@@ -129,7 +120,7 @@ def test_a_run_killed_while_publishing_leaves_one_whole_run_or_none(older, point
         assert status == 2, err
         assert "holds no finished run" in err or "no model at" in err, err
         assert len(aside) == 1
-        kept = files(aside[0])  # every file of the older run, aside or where it was
+        kept = file_hashes(aside[0])  # every file of the older run, aside or where it was
         assert all(
             kept.get(name) == digest or top.get(name) == digest for name, digest in old.items()
         )
@@ -143,4 +134,4 @@ def test_a_run_killed_while_publishing_leaves_one_whole_run_or_none(older, point
     assert status == 0, err
     assert json.loads((out / SUMMARY).read_text())["alpha"] == summary["alpha"]
     for folder in aside:  # another run's files: named in a warning, never removed
-        assert files(folder) == kept
+        assert file_hashes(folder) == kept

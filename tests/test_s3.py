@@ -5,7 +5,7 @@ import json
 
 import pandas as pd
 import pytest
-from helpers import free_port, run_cli, small_snar
+from helpers import free_port, path_mistakes, run_cli, small_snar
 
 boto3 = pytest.importorskip("boto3")
 moto_server = pytest.importorskip("moto.server")
@@ -193,41 +193,16 @@ def test_no_path_mistake_on_object_storage_changes_an_object(s3_env, tmp_path, c
         capsys,
     )  # fmt: skip
     assert status == 0, err
-    data, overlap = "s3://pu-test/data", "overlap; the outputs need a location of their own"
-    foreign = "holds files that are not a run's"
-    sweep = {
-        "run into the input": (["run", "--input", data, "--out", data], overlap),
-        "run inside the input": (["run", "--input", data, "--out", f"{data}/runs/1"], overlap),
-        "run into the bucket": (["run", "--input", data, "--out", "s3://pu-test"], overlap),
-        "run into the user's prefix": (
-            ["run", "--input", data, "--out", "s3://pu-test/notes"],
-            foreign,
-        ),
-        "overwriting the user's prefix": (
-            ["run", "--input", data, "--out", "s3://pu-test/notes", "--overwrite"],
-            foreign,
-        ),
-        "run onto a finished run": (
-            ["run", "--input", data, "--out", run],
-            "already holds a finished run",
-        ),
-        "score into the model's run": (
-            ["score", "--model", run, "--input", data, "--out", run],
-            overlap,
-        ),
-        "score inside the model's run": (
-            ["score", "--model", run, "--input", data, "--out", f"{run}/scored"],
-            overlap,
-        ),
-        "score into a prefix holding the model": (
-            ["score", "--model", run, "--input", data, "--out", "s3://pu-test/runs"],
-            overlap,
-        ),
-        "score with the input as the model": (
-            ["score", "--model", data, "--input", data, "--out", "s3://pu-test/scored"],
-            "no model at",
-        ),
-    }
+    sweep = path_mistakes(
+        data="s3://pu-test/data",
+        data_holder="s3://pu-test",  # the bucket: it holds the input and the user's objects
+        holder_input="s3://pu-test/data",
+        user="s3://pu-test/notes",
+        user_file="s3://pu-test/notes/todo.txt",
+        run=run,
+        run_holder="s3://pu-test/runs",
+        elsewhere="s3://pu-test/scored",
+    )
     before = _objects(s3_env)
     for case, (args, message) in sweep.items():
         status, _, err = run_cli([*args, "--n-workers", "1"], capsys)
