@@ -184,9 +184,9 @@ class PULSCAR(BaseEstimator):
             raise PUError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None"
             )
-        if not isinstance(y, dd.Series):
+        if not isinstance(X, dd.DataFrame):  # a Dask fit takes y as given
             y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
+        if np.ndim(y) == 2 and y.shape[1] == 1:
             warnings.warn(
                 "A column-vector y was passed when a 1d array was expected: its one column "
                 "is taken as the labels",
@@ -227,8 +227,8 @@ class PULSCAR(BaseEstimator):
         self._set_fitted(result)
         self.classes_ = np.array([0, 1])
         self.n_features_in_ = len(result.model.schema.names)
-        if hasattr(X, "columns"):
-            self.feature_names_in_ = np.asarray([str(c) for c in X.columns], dtype=object)
+        if hasattr(X, "columns") and all(isinstance(c, str) for c in X.columns):
+            self.feature_names_in_ = np.asarray(list(X.columns), dtype=object)
         return self
 
     def _set_fitted(self, result: JobResult) -> None:

@@ -161,8 +161,7 @@ class RunOutput:
             raise PUError(f"cannot access output location {self.url}: {exc}") from None
         if is_file:
             raise PUError(
-                f"--out {self.url} is a file, not a folder; the outputs need a folder of "
-                "their own"
+                f"--out {self.url} is a file, not a folder; the outputs need a folder of their own"
             )
         if SUMMARY in entries and not self.overwrite:
             raise PUError(

@@ -330,6 +330,13 @@ def test_estimators_take_dask_collections_and_a_client(client, data):
     np.testing.assert_allclose(
         on_dask.calibrated_proba_, in_memory.calibrated_proba_, equal_nan=True
     )
+    assert on_dask.n_features_in_ == 8 and list(on_dask.feature_names_in_) == list(X.columns)
+    # labels as a pandas Series beside a Dask frame (aligned by index): the same fit
+    from pulsnar_dask import PULSCAR
+
+    mixed = PULSCAR(random_state=2, interval_resamples=0).fit(ddf, y, client=client)
+    alone = PULSCAR(random_state=2, interval_resamples=0).fit(ddf, dy, client=client)
+    assert mixed.alpha_ == alone.alpha_
 
 
 def test_repeated_rows_share_a_fold_on_every_path(client, tmp_path):

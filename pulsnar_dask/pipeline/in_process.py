@@ -67,7 +67,7 @@ class InProcessExecutor:
     def __init__(self, X: Any, y: Any, categorical: Sequence[str] = ()):
         if sparse.issparse(X):
             raise PUError("sparse input is not supported: pass a dense array (X.toarray())")
-        if not isinstance(X, pd.DataFrame):
+        if not hasattr(X, "columns"):
             X = np.asarray(X)  # lists, and objects that convert to arrays
         check_2d(X)
         if np.shape(X)[1] == 0:
