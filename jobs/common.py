@@ -52,8 +52,8 @@ def build(family: str, fraction: float, seed: int):
 
 def provenance() -> str:
     """One line that says what produced a results file: the command, the commit (with
-    ``+changes`` where the checkout differs from it), the date, the machine, and the
-    versions of Python and the packages the figures depend on."""
+    ``+changes`` where the checkout's code differs from it), the date, the machine, and
+    the versions of Python and the packages the figures depend on."""
     import datetime
     import importlib.metadata
     import platform
@@ -63,7 +63,8 @@ def provenance() -> str:
         return out.stdout.strip()
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--untracked-files=no"):
+    # results files a job has just written are not changes to what produced them
+    if git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"):
         commit += "+changes"
     packages = ("pulsnar-dask", "xgboost", "dask", "distributed", "numpy", "scikit-learn")
     versions = ", ".join(f"{p} {importlib.metadata.version(p)}" for p in packages)
