@@ -309,12 +309,12 @@ class PULSCAR(BaseEstimator):
             return X
         X = np.asarray(X)
         check_2d(X)
-        if np.shape(X)[1] != len(model.schema.names):
+        if X.shape[1] != len(model.schema.names):
             raise ValueError(
-                f"X has {np.shape(X)[1]} features, but {cls.__name__} is expecting "
+                f"X has {X.shape[1]} features, but {cls.__name__} is expecting "
                 f"{len(model.schema.names)} features as input"
             )
-        return pd.DataFrame(np.asarray(X), columns=model.schema.names)
+        return pd.DataFrame(X, columns=model.schema.names)
 
     def save(self, path: str, storage_options: dict | None = None) -> None:
         """Write the fitted model to a folder (local path or fsspec URL) as plain files:

@@ -86,8 +86,9 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
             job.executor, clustering, per_iteration, positive_ids, job.config, job.seed,
             lambda parts: job.subproblems(group_requests(parts, "part")),
         )  # fmt: skip
-    reading = Reading("pulsnar", per_iteration, clustering.n_clusters, mixture_components)
-    reading.clustering = clustering
+    reading = Reading(
+        "pulsnar", per_iteration, clustering.n_clusters, mixture_components, clustering
+    )
     # one cluster left uncut is read as without the cut (its PULSCAR scoring unused)
     if not (compare and reading.n_clusters > 1):
         return reading, []

@@ -105,15 +105,18 @@ def run_pipeline(
     alphas = read_alphas(job, reading)
     interval = interval_of(job, reading, alphas.alphas)
     out = outputs_of(job, reading, alphas.cluster_alphas, calibrate_probabilities, classify)
-    flags = {"calibrate": calibrate_probabilities, "classify": classify}
-    return _result(job, reading, method, flags, settings, checks, alphas, interval, out)
+    return _result(
+        job, reading, method, calibrate_probabilities, classify, settings, checks, alphas,
+        interval, out,
+    )  # fmt: skip
 
 
 def _result(
     job: Job,
     reading: Reading,
     method: str,
-    flags: dict[str, bool],
+    calibrate: bool,
+    classify: bool,
     settings: dict[str, Any] | None,
     checks: Diagnostics,
     alphas: Alphas,
@@ -121,12 +124,13 @@ def _result(
     out: Outputs,
 ) -> JobResult:
     """The run's result and the model it keeps, with the settings it ran with."""
-    executor, classify = job.executor, flags["classify"]
+    executor = job.executor
     run_settings = {
         "method": method,
         "seed": job.seed,
         "iterations": job.iterations,
-        **flags,
+        "calibrate": calibrate,
+        "classify": classify,
         "n_features": len(job.features),
         **(settings or {}),
         **config_dict(job.asked),
