@@ -1,4 +1,4 @@
-"""A lost worker does not change the answer; SIGTERM stops cleanly."""
+"""A lost worker does not change the answer; a lost scheduler and SIGTERM stop cleanly."""
 
 import json
 import os
@@ -28,26 +28,72 @@ def medium(tmp_path_factory, medium_data):
     return path
 
 
-def test_killed_worker_gives_the_same_alpha(medium, medium_data, tmp_path):
+def busiest(cluster: ProcessCluster) -> psutil.Popen:
+    """The live worker using the most CPU (the first live one where none is busy)."""
+    alive = [w for w in cluster.workers if w.poll() is None]
+    load = {w.pid: psutil.Process(w.pid).cpu_percent(0.5) for w in alive}
+    return max(alive, key=lambda w: load[w.pid])
+
+
+def test_workers_killed_in_the_subproblems_and_the_retrain_change_nothing(
+    medium, medium_data, tmp_path
+):
+    """One worker SIGKILLed while the subproblems are scored and another while the
+    retrain runs: the job completes with the alpha, the clusters and the predictions of
+    an undisturbed run, and its log says which worker was lost and what was rerun."""
+    import pandas as pd
+
     with ProcessCluster(tmp_path, n_workers=3) as cluster:
         common = ["run", "--input", str(medium), "--method", "pulsnar", "--seed", "1",
-                  "--true-label-col", "true_label", "--scheduler", cluster.address]  # fmt: skip
+                  "--classify", "--true-label-col", "true_label",
+                  "--scheduler", cluster.address]  # fmt: skip
         quiet = start_cli([*common, "--out", str(tmp_path / "a"), "--quiet"], tmp_path / "a.log")
         undisturbed = json.loads(quiet.communicate(timeout=600)[0].strip().splitlines()[-1])
-        proc = start_cli([*common, "--out", str(tmp_path / "b")], tmp_path / "b.log")
-        wait_for_text(tmp_path / "b.log", "scoring:")
-        busy = [w for w in cluster.workers if psutil.Process(w.pid).cpu_percent(0.5) > 20]
-        victim = busy[0] if busy else cluster.workers[0]
-        victim.send_signal(signal.SIGKILL)
+        log = tmp_path / "b.log"
+        proc = start_cli([*common, "--out", str(tmp_path / "b")], log)
+        victims = []
+        for stage in ("scoring:", "classification:"):
+            wait_for_text(log, stage)
+            victims.append(busiest(cluster))
+            victims[-1].send_signal(signal.SIGKILL)
         out, _ = proc.communicate(timeout=600)
-        assert proc.returncode == 0, (tmp_path / "b.log").read_text()[-3000:]
+        text = log.read_text()
+        assert proc.returncode == 0, text[-3000:]
         disturbed = json.loads(out.strip().splitlines()[-1])
-        assert victim.poll() is not None
-    assert disturbed["alpha"] == undisturbed["alpha"]
-    assert disturbed["cluster_alphas"] == undisturbed["cluster_alphas"]
+        assert all(v.poll() is not None for v in victims)
+    for key in ("alpha", "cluster_alphas", "alpha_interval", "metrics"):
+        assert disturbed[key] == undisturbed[key], key
+    rows = [
+        pd.read_parquet(tmp_path / run / "predictions").sort_values("row_id", ignore_index=True)
+        for run in "ab"
+    ]
+    pd.testing.assert_frame_equal(rows[0], rows[1])
+    assert text.count(" lost: rerunning its ") == 2, text[-3000:]
+    assert "Traceback" not in text
     # and three workers give what one process gives
     single = PULSNAR(random_state=1, n_jobs=1).fit(medium_data.X, medium_data.label)
     assert undisturbed["alpha"] == pytest.approx(single.alpha_, abs=1e-12)
+
+
+def test_a_lost_scheduler_ends_in_one_line_and_leaves_nothing(medium, tmp_path):
+    with ProcessCluster(tmp_path, n_workers=2) as cluster:
+        log, out = tmp_path / "run.log", tmp_path / "out"
+        proc = start_cli(
+            ["run", "--input", str(medium), "--method", "pulsnar", "--out", str(out),
+             "--scheduler", cluster.address],
+            log,
+        )  # fmt: skip
+        wait_for_text(log, "scoring:")
+        cluster.procs[0].send_signal(signal.SIGKILL)  # the scheduler
+        proc.communicate(timeout=120)
+    text = log.read_text()
+    assert proc.returncode == 2, text[-3000:]
+    assert text.strip().splitlines()[-1] == (
+        f"error: lost the connection to the Dask scheduler at {cluster.address} while the "
+        "job ran (FuturesCancelledError); nothing was written"
+    )
+    assert "Traceback" not in text and " ERROR " not in text, text[-3000:]
+    assert not out.exists()
 
 
 def test_sigterm_stops_the_job_and_its_cluster(medium, tmp_path):

@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -191,6 +192,73 @@ def _close_failed_client() -> None:
         failed.close()
 
 
+def log_lost_worker(event: tuple[float, Any]) -> None:
+    """Log a worker the scheduler lost (not one retired or closed on purpose) and what is
+    recomputed because of it: the tasks it was running and the results only it held.
+    Dask reruns them on the other workers; the answer does not change (the tasks are
+    pure), the run only takes longer. A handler for the scheduler's ``all`` events."""
+    from dask.utils import key_split
+
+    _, msg = event
+    if not isinstance(msg, dict) or msg.get("action") != "remove-worker" or msg.get("expected"):
+        return
+    # this job's own task names (cluster2-it0-fold3-<token>) without their token
+    names = {
+        re.sub(r"-[0-9a-f]{8,}$", "", k) if isinstance(k, str) else key_split(k)
+        for k in msg.get("processing-tasks", ())
+    }
+    running = sorted(names)[:6] + (["..."] if len(names) > 6 else [])
+    lost = len(msg.get("lost-computed-tasks", ()))
+    logger.warning(
+        "worker %s lost: rerunning its %d running task(s)%s and recomputing %d result(s) "
+        "it held, on the other workers",
+        msg.get("worker", "?"),
+        len(msg.get("processing-tasks", ())),
+        f" ({', '.join(running)})" if running else "",
+        lost,
+    )
+
+
+@contextlib.contextmanager
+def _silenced(name: str) -> Iterator[None]:
+    """Nothing from logger ``name`` while inside."""
+    log = logging.getLogger(name)
+    level = log.level
+    log.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def cluster_failure(exc: Exception, client: Client, target: Any) -> PUError | None:
+    """The one-line error for a job the cluster itself stopped, or ``None`` where
+    ``exc`` is not that: the scheduler lost (its connection closed, every pending result
+    cancelled), or a task whose every try died with its worker (a worker killed, most
+    often for memory, ``allowed-failures + 1`` times)."""
+    from distributed.comm import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    if isinstance(exc, PUError):
+        return None
+    if isinstance(exc, KilledWorker):
+        return PUError(
+            f"task {exc.task!r} failed: {exc.allowed_failures + 1} workers died running it "
+            "(killed, or out of memory: see the workers' logs); nothing was written"
+        )
+    where = target if isinstance(target, str) else getattr(target, "scheduler_address", target)
+    if (
+        client.status != "running"
+        or isinstance(exc, CommClosedError)
+        or "scheduler-connection-lost" in str(exc)
+    ):
+        return PUError(
+            f"lost the connection to the Dask scheduler at {where} while the job ran "
+            f"({type(exc).__name__}); nothing was written"
+        )
+    return None
+
+
 @contextlib.contextmanager
 def connect(
     scheduler: str | None = None,
@@ -247,10 +315,22 @@ def connect(
         except (TypeError, ValueError) as exc:  # e.g. tls:// without its certificates
             _close_failed_client()
             raise PUError(f"cannot connect to the Dask scheduler at {target}: {exc}") from None
+        client.subscribe_topic("all", log_lost_worker)
         try:
             yield client
+        except Exception as exc:
+            failure = cluster_failure(exc, client, target)
+            if failure is None:
+                raise
+            raise failure from None
         finally:
-            client.close()
+            # a client still trying to reconnect logs its cancelled attempt as an error
+            # with a traceback when closed: the user has been told in one line already
+            reconnecting = client.status != "running"
+            if not reconnecting:  # or the scheduler sends this client's own leaving to it
+                client.unsubscribe_topic("all")
+            with _silenced("distributed.client") if reconnecting else contextlib.nullcontext():
+                client.close()
     finally:
         if started is not None:
             started.close()
