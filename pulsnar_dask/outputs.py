@@ -445,7 +445,14 @@ class RunOutput:
                 for name in sorted(moved, key=lambda n: n == SUMMARY):  # the summary last
                     self._move(f"{aside}/{name}", f"{self.path}/{name}")
             except Exception:
-                logger.error("could not put the older run back; its files are in %s", aside)
+                if moved:
+                    logger.error("could not put the older run back; its files are in %s", aside)
+                else:  # a reader is told that the location holds no finished run
+                    logger.error(
+                        "could not remove this run's files already placed at %s (it has no "
+                        "summary.json: no finished run)",
+                        self.path,
+                    )
                 raise
             self._remove(aside)
             raise

@@ -209,3 +209,77 @@ def test_no_path_mistake_on_object_storage_changes_an_object(s3_env, tmp_path, c
         assert status == 2, (case, err)
         assert message in err and "Traceback" not in err, (case, err)
         assert _objects(s3_env) == before, case
+
+
+def _through(proxy, retries: int | None = None) -> str:
+    """``--storage-options`` that send every request through ``proxy`` (client and
+    workers alike), with botocore's ``retries`` attempts where given."""
+    options = {"client_kwargs": {"endpoint_url": proxy.url}}
+    if retries is not None:
+        options["config_kwargs"] = {"retries": {"max_attempts": retries}}
+    return json.dumps(options)
+
+
+def test_a_store_failing_some_requests_is_retried_to_the_same_answer(
+    s3_env, s3_endpoint, tmp_path, capsys
+):
+    """One request in ten answered ``503 SlowDown`` by a proxy in front of the server:
+    the run retries them (with backoff) and gives the answer and the predictions of a
+    run that met none."""
+    from benchmarks.faults import FaultProxy
+
+    small_snar(tmp_path / "data", partitions=3)
+    _upload(s3_env, tmp_path / "data", "input/flaky")
+    run = ["run", "--input", "s3://pu-test/input/flaky", "--method", "pulscar",
+           "--n-workers", "2", "--interval-resamples", "0"]  # fmt: skip
+    status, direct, err = run_cli([*run, "--out", "s3://pu-test/runs/direct"], capsys)
+    assert status == 0, err
+    with FaultProxy(s3_endpoint, fail_share=0.1) as proxy:
+        status, flaky, err = run_cli(
+            [*run, "--out", "s3://pu-test/runs/flaky", "--storage-options", _through(proxy)],
+            capsys,
+        )
+    assert status == 0, err
+    assert proxy.failed >= 5, proxy.requests
+    assert flaky["alpha"] == direct["alpha"]
+    rows = [
+        pd.read_parquet(f"s3://pu-test/runs/{name}/predictions", storage_options={})
+        .sort_values("row_id", ignore_index=True)
+        .drop(columns="row_id")
+        for name in ("direct", "flaky")
+    ]
+    pd.testing.assert_frame_equal(rows[0], rows[1])
+
+
+def test_a_store_going_down_while_the_outputs_are_written_ends_in_one_line(
+    s3_env, s3_endpoint, tmp_path, capsys
+):
+    """Every request fails from the first write of the outputs on: after its retries
+    the run ends in one line, and the location holds no finished run."""
+    from benchmarks.faults import FaultProxy
+
+    small_snar(tmp_path / "data", partitions=2)
+    _upload(s3_env, tmp_path / "data", "input/down")
+    with FaultProxy(s3_endpoint, outage_from="_staging") as proxy:
+        status, _, err = run_cli(
+            ["run", "--input", "s3://pu-test/input/down", "--out", "s3://pu-test/runs/down",
+             "--method", "pulscar", "--n-workers", "1", "--interval-resamples", "0",
+             "--storage-options", _through(proxy, retries=2)],
+            capsys,
+        )  # fmt: skip
+    assert proxy.down
+    assert status == 2, err
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith("error: cannot write the outputs to s3://pu-test/runs/down: ")
+    ), err
+    assert "Traceback" not in err
+    keys = {o["Key"] for o in s3_env.list_objects_v2(Bucket="pu-test")["Contents"]}
+    assert "runs/down/summary.json" not in keys
+    status, _, err = run_cli(
+        ["score", "--model", "s3://pu-test/runs/down", "--input", "s3://pu-test/input/down",
+         "--out", str(tmp_path / "scored"), "--n-workers", "1"],
+        capsys,
+    )  # fmt: skip
+    assert status == 2 and ("holds no finished run" in err or "no model at" in err), err
