@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from helpers import free_port
 
 
 def beta_mixture(rng: np.random.Generator, n: int):
@@ -56,3 +57,34 @@ def cluster(tmp_path_factory):
 
     with ProcessCluster(tmp_path_factory.mktemp("cluster"), n_workers=2) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    """A real S3-compatible server (moto in server mode) on loopback: its URL."""
+    moto_server = pytest.importorskip("moto.server")
+    port = free_port()
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_endpoint, monkeypatch):
+    """The server as this process's (and its children's) S3, with an empty bucket
+    ``pu-test``: a boto3 client on it."""
+    boto3 = pytest.importorskip("boto3")
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": s3_endpoint,
+    }.items():
+        monkeypatch.setenv(key, value)
+    s3 = boto3.client("s3", endpoint_url=s3_endpoint)
+    s3.create_bucket(Bucket="pu-test")
+    yield s3
+    for obj in s3.list_objects_v2(Bucket="pu-test").get("Contents", []):
+        s3.delete_object(Bucket="pu-test", Key=obj["Key"])
+    s3.delete_bucket(Bucket="pu-test")

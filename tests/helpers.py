@@ -137,3 +137,25 @@ def path_mistakes(
             "no model at",
         ),
     }
+
+
+def upload(s3, local_dir: Path, prefix: str, bucket: str = "pu-test") -> None:
+    """Every file under ``local_dir`` to ``s3://bucket/prefix/``, keyed by its relative path."""
+    for path in sorted(p for p in local_dir.rglob("*") if p.is_file()):
+        s3.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(local_dir).as_posix()}")
+
+
+def object_hashes(s3, prefix: str = "", bucket: str = "pu-test") -> dict[str, str]:
+    """Every object under ``s3://bucket/prefix/`` (the whole bucket where ``prefix`` is
+    empty): its key after the prefix and the sha256 of its bytes."""
+    import hashlib
+
+    start = f"{prefix}/" if prefix else ""
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=start)
+    return {
+        obj["Key"][len(start) :]: hashlib.sha256(
+            s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read()
+        ).hexdigest()
+        for page in pages
+        for obj in page.get("Contents", [])
+    }

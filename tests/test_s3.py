@@ -1,50 +1,15 @@
 """Input from and output to a real S3-compatible server (moto in server mode, on loopback)."""
 
-import hashlib
 import json
 
 import pandas as pd
 import pytest
-from helpers import free_port, path_mistakes, run_cli, small_snar
-
-boto3 = pytest.importorskip("boto3")
-moto_server = pytest.importorskip("moto.server")
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    port = free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
-
-
-@pytest.fixture
-def s3_env(s3_endpoint, monkeypatch):
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": s3_endpoint,
-    }.items():
-        monkeypatch.setenv(key, value)
-    s3 = boto3.client("s3", endpoint_url=s3_endpoint)
-    s3.create_bucket(Bucket="pu-test")
-    yield s3
-    for obj in s3.list_objects_v2(Bucket="pu-test").get("Contents", []):
-        s3.delete_object(Bucket="pu-test", Key=obj["Key"])
-    s3.delete_bucket(Bucket="pu-test")
-
-
-def _upload(s3, local_dir, prefix):
-    for path in sorted(local_dir.iterdir()):
-        s3.upload_file(str(path), "pu-test", f"{prefix}/{path.name}")
+from helpers import free_port, object_hashes, path_mistakes, run_cli, small_snar, upload
 
 
 def test_run_reads_and_writes_s3(s3_env, tmp_path, capsys):
     true_alpha = small_snar(tmp_path / "data", partitions=3).true_alpha
-    _upload(s3_env, tmp_path / "data", "input/data")
+    upload(s3_env, tmp_path / "data", "input/data")
     status, summary, err = run_cli(
         [
             "run",
@@ -95,7 +60,7 @@ def test_run_reads_and_writes_s3(s3_env, tmp_path, capsys):
 def test_storage_options_are_passed_through(s3_env, s3_endpoint, tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("AWS_ENDPOINT_URL")
     small_snar(tmp_path / "data", partitions=2)
-    _upload(s3_env, tmp_path / "data", "input/opts")
+    upload(s3_env, tmp_path / "data", "input/opts")
     options = json.dumps({"client_kwargs": {"endpoint_url": s3_endpoint}})
     status, summary, err = run_cli(
         [
@@ -120,7 +85,7 @@ def test_storage_options_are_passed_through(s3_env, s3_endpoint, tmp_path, capsy
 
 def test_an_output_bucket_that_does_not_exist_is_refused_before_any_work(s3_env, tmp_path, capsys):
     small_snar(tmp_path / "data", partitions=2)
-    _upload(s3_env, tmp_path / "data", "input/nobucket")
+    upload(s3_env, tmp_path / "data", "input/nobucket")
     status, _, err = run_cli(
         ["run", "--input", "s3://pu-test/input/nobucket", "--out", "s3://no-such-bucket/run",
          "--method", "pulscar", "--n-workers", "1"],
@@ -169,21 +134,11 @@ def test_one_run_at_a_time_holds_an_object_store_location(s3_env):
     assert keys == ["runs/locked/summary.json"]
 
 
-def _objects(s3) -> dict[str, str]:
-    """Every object in the bucket: its key and the hash of its bytes."""
-    found = {}
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="pu-test"):
-        for obj in page.get("Contents", []):
-            body = s3.get_object(Bucket="pu-test", Key=obj["Key"])["Body"].read()
-            found[obj["Key"]] = hashlib.sha256(body).hexdigest()
-    return found
-
-
 def test_no_path_mistake_on_object_storage_changes_an_object(s3_env, tmp_path, capsys):
     """The local sweep of tests/test_path_mistakes.py with prefixes: one line each, and no
     object of the input, the model or the user's added, changed or removed."""
     small_snar(tmp_path / "data", partitions=2)
-    _upload(s3_env, tmp_path / "data", "data")
+    upload(s3_env, tmp_path / "data", "data")
     s3_env.put_object(Bucket="pu-test", Key="notes/todo.txt", Body=b"mine")
     s3_env.put_object(Bucket="pu-test", Key="top.txt", Body=b"at the bucket's root")
     run = "s3://pu-test/runs/one"
@@ -203,12 +158,12 @@ def test_no_path_mistake_on_object_storage_changes_an_object(s3_env, tmp_path, c
         run_holder="s3://pu-test/runs",
         elsewhere="s3://pu-test/scored",
     )
-    before = _objects(s3_env)
+    before = object_hashes(s3_env)
     for case, (args, message) in sweep.items():
         status, _, err = run_cli([*args, "--n-workers", "1"], capsys)
         assert status == 2, (case, err)
         assert message in err and "Traceback" not in err, (case, err)
-        assert _objects(s3_env) == before, case
+        assert object_hashes(s3_env) == before, case
 
 
 def _through(proxy, retries: int | None = None) -> str:
@@ -229,7 +184,7 @@ def test_a_store_failing_some_requests_is_retried_to_the_same_answer(
     from benchmarks.faults import FaultProxy
 
     small_snar(tmp_path / "data", partitions=3)
-    _upload(s3_env, tmp_path / "data", "input/flaky")
+    upload(s3_env, tmp_path / "data", "input/flaky")
     run = ["run", "--input", "s3://pu-test/input/flaky", "--method", "pulscar",
            "--n-workers", "2", "--interval-resamples", "0"]  # fmt: skip
     status, direct, err = run_cli([*run, "--out", "s3://pu-test/runs/direct"], capsys)
@@ -259,7 +214,7 @@ def test_a_store_going_down_while_the_outputs_are_written_ends_in_one_line(
     from benchmarks.faults import FaultProxy
 
     small_snar(tmp_path / "data", partitions=2)
-    _upload(s3_env, tmp_path / "data", "input/down")
+    upload(s3_env, tmp_path / "data", "input/down")
     with FaultProxy(s3_endpoint, outage_from="_staging") as proxy:
         status, _, err = run_cli(
             ["run", "--input", "s3://pu-test/input/down", "--out", "s3://pu-test/runs/down",
