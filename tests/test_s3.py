@@ -207,10 +207,11 @@ def test_a_store_failing_some_requests_is_retried_to_the_same_answer(
 
 
 def test_a_store_going_down_while_the_outputs_are_written_ends_in_one_line(
-    s3_env, s3_endpoint, tmp_path, capsys
+    s3_env, s3_endpoint, tmp_path, capfd
 ):
     """Every request fails from the first write of the outputs on: after its retries
-    the run ends in one line, and the location holds no finished run."""
+    the run ends in one line, and the location holds no finished run. (``capfd``: the
+    local workers' own lines too, which log the tasks that failed, one line each.)"""
     from benchmarks.faults import FaultProxy
 
     small_snar(tmp_path / "data", partitions=2)
@@ -220,7 +221,7 @@ def test_a_store_going_down_while_the_outputs_are_written_ends_in_one_line(
             ["run", "--input", "s3://pu-test/input/down", "--out", "s3://pu-test/runs/down",
              "--method", "pulscar", "--n-workers", "1", "--interval-resamples", "0",
              "--storage-options", _through(proxy, retries=2)],
-            capsys,
+            capfd,
         )  # fmt: skip
     assert proxy.down
     assert status == 2, err
@@ -235,6 +236,6 @@ def test_a_store_going_down_while_the_outputs_are_written_ends_in_one_line(
     status, _, err = run_cli(
         ["score", "--model", "s3://pu-test/runs/down", "--input", "s3://pu-test/input/down",
          "--out", str(tmp_path / "scored"), "--n-workers", "1"],
-        capsys,
+        capfd,
     )  # fmt: skip
     assert status == 2 and ("holds no finished run" in err or "no model at" in err), err

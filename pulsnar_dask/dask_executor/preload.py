@@ -13,9 +13,10 @@ and closes the cluster it started, which ends the workers; the fork server and t
 workers forked from it (which keep the handlers the server had once its preload was
 imported) ignore SIGINT, instead of each printing a traceback of its own. A worker logs
 an error as one line, the exception's type and message without its traceback
-(:class:`OneLineErrors`): when the cluster closes under running tasks, the workers still
-alive log the connections cut under them, and the command's own line should stay the
-only long one.
+(:class:`OneLineErrors`), and a failed task as its key and exception: when the cluster
+closes under running tasks, the workers still alive log the connections cut under them,
+and a task that fails (storage gone) logs its traceback; the command's own line should
+stay the only long one.
 """
 
 import gc
@@ -42,9 +43,14 @@ finally:
 
 class OneLineErrors(logging.Filter):
     """A record's exception as ``(Type: message)`` at the end of its line, not a
-    traceback."""
+    traceback; a failed task's record (``Compute Failed``, with the task's traceback as
+    text) as its key and exception (the command reports the error it causes)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        failed = isinstance(record.msg, str) and record.msg.startswith("Compute Failed\n")
+        if failed and isinstance(record.args, tuple) and len(record.args) == 5:
+            key, _, _, exception, *_ = record.args
+            record.msg, record.args = "task %s failed: %s", (key, exception)
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
             record.msg = f"{record.getMessage()} ({type(error).__name__}: {error})"
