@@ -41,8 +41,9 @@ class FaultProxy:
     delay_s : float
         The delay, in seconds.
     outage_from : str or None
-        Fail every request from the first whose path holds this text on (``_staging``:
-        from the first write of a run's outputs): an outage that starts mid-run.
+        Fail every request from the first whose path holds this text on
+        (``/predictions/``: from the first write of a run's predictions): an outage
+        that starts mid-run.
 
     Attributes
     ----------

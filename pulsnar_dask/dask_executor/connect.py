@@ -194,7 +194,8 @@ def _close_failed_client() -> None:
 
 def log_lost_worker(event: tuple[float, Any]) -> None:
     """Log a worker the scheduler lost (not one retired or closed on purpose) and what is
-    recomputed because of it: the tasks it was running and the results only it held.
+    recomputed because of it: the tasks assigned to it (running or queued there) and the
+    results only it held.
     Dask reruns them on the other workers; the answer does not change (the tasks are
     pure), the run only takes longer. A handler for the scheduler's ``all`` events."""
     from dask.utils import key_split
@@ -210,8 +211,8 @@ def log_lost_worker(event: tuple[float, Any]) -> None:
     running = sorted(names)[:6] + (["..."] if len(names) > 6 else [])
     lost = len(msg.get("lost-computed-tasks", ()))
     logger.warning(
-        "worker %s lost: rerunning its %d running task(s)%s and recomputing %d result(s) "
-        "it held, on the other workers",
+        "worker %s lost: its %d assigned task(s)%s rerun and %d result(s) it held "
+        "recomputed, on the other workers",
         msg.get("worker", "?"),
         len(msg.get("processing-tasks", ())),
         f" ({', '.join(running)})" if running else "",
