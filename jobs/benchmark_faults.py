@@ -113,6 +113,8 @@ def told(text: str, status: int) -> str:
 def local_holds(out: Path, baseline: str | None) -> str:
     if not out.exists():
         return "nothing (no folder)"
+    if (out / "summary.json").exists() and baseline is None:
+        return "a finished run (the reference)"
     if (out / "summary.json").exists():
         same = baseline is not None and predictions_digest(out) == baseline
         return "a finished run; predictions " + ("identical" if same else "DIFFER")
@@ -157,10 +159,10 @@ def cluster_faults(args: argparse.Namespace, rows: list[Outcome]) -> dict:
                 )
                 victim.send_signal(signal.SIGKILL)
             status, seconds, summary, text = ended(proc, log, began)
+            holds = local_holds(out, base_digest)
             if summary is not None and base_alpha is None:
                 base, base_alpha, base_digest = summary, summary["alpha"], predictions_digest(out)
-            rows.append(outcome(fault, where, status, seconds, summary, base_alpha, text,
-                                local_holds(out, base_digest)))  # fmt: skip
+            rows.append(outcome(fault, where, status, seconds, summary, base_alpha, text, holds))
             print(rows[-1], flush=True)
     return base
 
@@ -238,10 +240,11 @@ def store_faults(args: argparse.Namespace, rows: list[Outcome]) -> None:
                         (local / "predictions").mkdir(parents=True, exist_ok=True)
                         s3.download_file("pu-faults", f"{prefix}/{key}", str(local / key))
                 digest = predictions_digest(local)
-                base_digest = base_digest or digest
-                holds = "a finished run; predictions " + (
-                    "identical" if digest == base_digest else "DIFFER"
-                )
+                if base_digest is None:
+                    base_digest, holds = digest, "a finished run (the reference)"
+                else:
+                    same = digest == base_digest
+                    holds = "a finished run; predictions " + ("identical" if same else "DIFFER")
             else:
                 staged = [k for k in keys if not k.startswith("_running")]
                 holds = (

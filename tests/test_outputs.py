@@ -200,10 +200,12 @@ def test_a_lock_of_another_host_or_a_live_process_is_never_taken(tmp_path):
         assert [p.name for p in (tmp_path / "run").iterdir()] == ["_running.json"]
 
 
-def test_two_runs_started_together_into_one_location(tmp_path):
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_two_runs_started_together_into_one_location(where, tmp_path, request):
     """Two real processes of the command line: one run ends whole at the location, the
     other is refused in one line (while the first holds the location, or, had it
-    already finished, because a finished run is there) and leaves no file of its own."""
+    already finished, because a finished run is there) and leaves no file of its own.
+    On object storage the lock is a conditional put to moto's server."""
     import subprocess
     import sys
 
@@ -212,9 +214,30 @@ def test_two_runs_started_together_into_one_location(tmp_path):
 
     data = make_pu_data("scar", 200, 800, 4, 0.25, random_state=0)
     write_pu_parquet(data.split(2), tmp_path / "data.parquet")
-    out = tmp_path / "out"
+    if where == "s3":
+        s3 = request.getfixturevalue("s3_env")  # the server, in the processes' environment
+        out = "s3://pu-test/together"
+
+        def files() -> dict[str, bytes]:
+            return {
+                o["Key"].removeprefix("together/"): s3.get_object(Bucket="pu-test", Key=o["Key"])[
+                    "Body"
+                ].read()
+                for o in s3.list_objects_v2(Bucket="pu-test").get("Contents", [])
+            }
+    else:
+        out = str(tmp_path / "out")
+
+        def files() -> dict[str, bytes]:
+            root = tmp_path / "out"
+            return {
+                p.relative_to(root).as_posix(): p.read_bytes()
+                for p in root.rglob("*")
+                if p.is_file()
+            }
+
     args = [sys.executable, "-m", "pulsnar_dask", "run", "--input", str(tmp_path / "data.parquet"),
-            "--out", str(out), "--method", "pulscar", "--n-workers", "1", "--n-rounds", "10",
+            "--out", out, "--method", "pulscar", "--n-workers", "1", "--n-rounds", "10",
             "--interval-resamples", "0", "--quiet"]  # fmt: skip
     runs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(2)]  # fmt: skip
@@ -223,7 +246,8 @@ def test_two_runs_started_together_into_one_location(tmp_path):
     (_, stdout, _), (_, _, err) = sorted(done, key=lambda d: d[0])
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "is in use by another run" in err or "already holds a finished run" in err
-    assert json.loads((out / "summary.json").read_text()) == json.loads(stdout.splitlines()[-1])
-    names = {p.name for p in out.iterdir()}
+    found = files()
+    assert json.loads(found["summary.json"]) == json.loads(stdout.splitlines()[-1])
+    names = {name.split("/")[0] for name in found}
     assert {"summary.json", "model", "predictions", "report.html"} <= names
     assert all(is_run_entry(n) and not n.startswith(("_", ".")) for n in names), names
