@@ -96,6 +96,28 @@ def test_a_lost_scheduler_ends_in_one_line_and_leaves_nothing(medium, tmp_path):
     assert not out.exists()
 
 
+def test_a_task_whose_every_worker_dies_ends_in_one_line(medium, tmp_path, monkeypatch):
+    """With no retry allowed (``allowed-failures`` 0 on the scheduler), the task a killed
+    worker was running fails for good: one line naming it, and no output."""
+    monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "0")
+    with ProcessCluster(tmp_path, n_workers=2) as cluster:
+        log, out = tmp_path / "run.log", tmp_path / "out"
+        proc = start_cli(
+            ["run", "--input", str(medium), "--method", "pulsnar", "--out", str(out),
+             "--scheduler", cluster.address],
+            log,
+        )  # fmt: skip
+        wait_for_text(log, "scoring:")
+        busiest(cluster).send_signal(signal.SIGKILL)
+        proc.communicate(timeout=120)
+    text = log.read_text()
+    assert proc.returncode == 2, text[-3000:]
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("error: task ") and "failed: 1 worker died running it" in last, last
+    assert "Traceback" not in text, text[-3000:]
+    assert not out.exists()
+
+
 def test_sigterm_stops_the_job_and_its_cluster(medium, tmp_path):
     log = tmp_path / "term.log"
     proc = start_cli(

@@ -195,9 +195,9 @@ def _close_failed_client() -> None:
 def log_lost_worker(event: tuple[float, Any]) -> None:
     """Log a worker the scheduler lost (not one retired or closed on purpose) and what is
     recomputed because of it: the tasks assigned to it (running or queued there) and the
-    results only it held.
-    Dask reruns them on the other workers; the answer does not change (the tasks are
-    pure), the run only takes longer. A handler for the scheduler's ``all`` events."""
+    results only it held. Dask reruns them on the other workers; the answer does not
+    change (the tasks are pure), the run only takes longer. A handler for the
+    scheduler's ``all`` events."""
     from dask.utils import key_split
 
     _, msg = event
@@ -243,8 +243,9 @@ def cluster_failure(exc: Exception, client: Client, target: Any) -> PUError | No
     if isinstance(exc, PUError):
         return None
     if isinstance(exc, KilledWorker):
+        tries = exc.allowed_failures + 1
         return PUError(
-            f"task {exc.task!r} failed: {exc.allowed_failures + 1} workers died running it "
+            f"task {exc.task!r} failed: {tries} worker{'s' * (tries != 1)} died running it "
             "(killed, or out of memory: see the workers' logs); nothing was written"
         )
     where = target if isinstance(target, str) else getattr(target, "scheduler_address", target)
