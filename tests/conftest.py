@@ -59,9 +59,11 @@ def cluster(tmp_path_factory):
         yield c
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def s3_endpoint():
-    """A real S3-compatible server (moto in server mode) on loopback: its URL."""
+    """A real S3-compatible server (moto in server mode) on loopback: its URL. One for
+    the session: fsspec keeps the S3 filesystems it made (keyed by their options, not
+    by the endpoint the environment names), so a second server would be missed."""
     moto_server = pytest.importorskip("moto.server")
     port = free_port()
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)

@@ -220,6 +220,14 @@ def log_lost_worker(event: tuple[float, Any]) -> None:
     )
 
 
+class _NoReconnectError(logging.Filter):
+    """Drops distributed's client's error that it gave up reconnecting: the run reports
+    the lost scheduler itself, in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to reconnect to scheduler")
+
+
 @contextlib.contextmanager
 def _silenced(name: str) -> Iterator[None]:
     """Nothing from logger ``name`` while inside."""
@@ -318,6 +326,8 @@ def connect(
             _close_failed_client()
             raise PUError(f"cannot connect to the Dask scheduler at {target}: {exc}") from None
         client.subscribe_topic("all", log_lost_worker)
+        gave_up = _NoReconnectError()
+        logging.getLogger("distributed.client").addFilter(gave_up)
         try:
             yield client
         except Exception as exc:
@@ -333,6 +343,7 @@ def connect(
                 client.unsubscribe_topic("all")
             with _silenced("distributed.client") if reconnecting else contextlib.nullcontext():
                 client.close()
+            logging.getLogger("distributed.client").removeFilter(gave_up)
     finally:
         if started is not None:
             started.close()
