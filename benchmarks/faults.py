@@ -24,6 +24,14 @@ SLOW_DOWN = (
 HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "upgrade"}
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-request (a storage client timing out) is routine
+    here, not a traceback on stderr."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass
+
+
 class FaultProxy:
     """Forward HTTP requests to ``target``, failing or delaying a share of them.
 
@@ -69,17 +77,20 @@ class FaultProxy:
         self.outage_from, self.down = outage_from, False
         self.requests = self.failed = self.delayed = 0
         self._count = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def start(self) -> FaultProxy:
+        """Serve in a background thread; returns the proxy."""
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop serving and close the socket."""
+        if self._thread.is_alive():
+            self._server.shutdown()
         self._server.server_close()
 
     def __enter__(self) -> FaultProxy:
@@ -140,8 +151,6 @@ class FaultProxy:
                     proxy.target.hostname, proxy.target.port, timeout=60
                 )
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
-                if body or self.command in ("PUT", "POST"):
-                    headers["Content-Length"] = str(len(body))
                 try:
                     upstream.request(self.command, self.path, body=body, headers=headers)
                     answer = upstream.getresponse()

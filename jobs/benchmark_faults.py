@@ -37,7 +37,7 @@ from benchmarks.faults import FaultProxy
 from pulsnar_dask.dask_executor.connect import ProcessCluster
 
 LOST_WORKER = re.compile(
-    r"worker \S+ lost: its (\d+) assigned task\(s\).* rerun and (\d+) result\(s\) it held"
+    r"worker \S+ lost: its (\d+) assigned task\(s\).* go back to the scheduler, and (\d+) result"
 )
 
 
@@ -55,12 +55,10 @@ class Outcome:
     log: str
 
 
-def start(args: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+def start(args: list[str], log: Path) -> subprocess.Popen:
+    """``pulsnar-dask run`` with ``args``, its stderr to ``log``."""
     with open(log, "w") as err:
-        return subprocess.Popen(
-            [*CLI, "run", *args], stdout=subprocess.PIPE, stderr=err, text=True,
-            env={**os.environ, **(env or {})},
-        )  # fmt: skip
+        return subprocess.Popen([*CLI, "run", *args], stdout=subprocess.PIPE, stderr=err, text=True)
 
 
 def wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float = 900) -> None:
@@ -100,7 +98,8 @@ def told(text: str, status: int) -> str:
     """What the log said: the lost workers it logged with what they made rerun, and a
     failed run's last line."""
     said = [
-        f"worker lost: {assigned} assigned task(s) rerun, {held} result(s) recomputed"
+        f"worker lost: {assigned} assigned task(s) back to the scheduler, {held} result(s) "
+        "recomputed"
         for assigned, held in LOST_WORKER.findall(text)
     ]
     if status != 0:
@@ -160,14 +159,26 @@ def cluster_faults(args: argparse.Namespace, rows: list[Outcome]) -> dict:
                 victim.send_signal(signal.SIGKILL)
             status, seconds, summary, text = ended(proc, log, began)
             holds = local_holds(out, base_digest)
-            if summary is not None and base_alpha is None:
+            if fault == "none" and summary is None:
+                raise RuntimeError(f"the undisturbed run failed: {text[-2000:]}")
+            if fault == "none":
                 base, base_alpha, base_digest = summary, summary["alpha"], predictions_digest(out)
             rows.append(outcome(fault, where, status, seconds, summary, base_alpha, text, holds))
             print(rows[-1], flush=True)
     return base
 
 
-def outcome(fault, where, status, seconds, summary, base_alpha, text, holds) -> Outcome:
+def outcome(
+    fault: str,
+    where: str,
+    status: int,
+    seconds: float,
+    summary: dict | None,
+    base_alpha: float | None,
+    text: str,
+    holds: str,
+) -> Outcome:
+    """One row of the table: a run's ending against the undisturbed run's alpha."""
     alpha = None if summary is None else summary["alpha"]
     if fault == "none":
         same = "(the reference)"
@@ -253,7 +264,9 @@ def store_faults(args: argparse.Namespace, rows: list[Outcome]) -> None:
                     if keys
                     else "nothing"
                 )
-            if summary is not None and base_alpha is None:
+            if fault == "none" and summary is None:
+                raise RuntimeError(f"the undisturbed run failed: {text[-2000:]}")
+            if fault == "none":
                 base_alpha = summary["alpha"]
             rows.append(outcome(fault, where, status, seconds, summary, base_alpha, text, holds))
             rows[-1].log = (

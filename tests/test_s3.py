@@ -168,7 +168,8 @@ def test_no_path_mistake_on_object_storage_changes_an_object(s3_env, tmp_path, c
 
 def _through(proxy, retries: int | None = None) -> str:
     """``--storage-options`` that send every request through ``proxy`` (client and
-    workers alike), with botocore's ``retries`` attempts where given."""
+    workers alike), with botocore's ``retries`` attempts where given (s3fs retries a
+    failed call again on top, five times)."""
     options = {"client_kwargs": {"endpoint_url": proxy.url}}
     if retries is not None:
         options["config_kwargs"] = {"retries": {"max_attempts": retries}}
@@ -224,7 +225,7 @@ def test_a_store_going_down_while_the_outputs_are_written_ends_in_one_line(
              "--storage-options", _through(proxy, retries=2)],
             capfd,
         )  # fmt: skip
-    assert proxy.down and proxy.failed < proxy.requests / 2, (proxy.failed, proxy.requests)
+    assert proxy.down  # the predictions were reached: the input was read, the job done
     assert status == 2, err
     assert (
         err.strip()

@@ -193,11 +193,18 @@ def _close_failed_client() -> None:
 
 
 def log_lost_worker(event: tuple[float, Any]) -> None:
-    """Log a worker the scheduler lost (not one retired or closed on purpose) and what is
-    recomputed because of it: the tasks assigned to it (running or queued there) and the
-    results only it held. Dask reruns them on the other workers; the answer does not
-    change (the tasks are pure), the run only takes longer. A handler for the
-    scheduler's ``all`` events."""
+    """Log a worker the scheduler lost (not one retired or closed on purpose).
+
+    A handler for the scheduler's ``all`` events. Dask hands the tasks assigned to the
+    worker (running or queued there) back to the scheduler, which runs them elsewhere
+    unless they have died with ``allowed-failures`` workers already, and recomputes the
+    results only that worker held. The tasks are pure, so the answer does not change.
+
+    Parameters
+    ----------
+    event : (float, dict)
+        The event's time and message; only ``remove-worker`` messages are logged.
+    """
     from dask.utils import key_split
 
     _, msg = event
@@ -208,15 +215,14 @@ def log_lost_worker(event: tuple[float, Any]) -> None:
         re.sub(r"-[0-9a-f]{8,}$", "", k) if isinstance(k, str) else key_split(k)
         for k in msg.get("processing-tasks", ())
     }
-    running = sorted(names)[:6] + (["..."] if len(names) > 6 else [])
-    lost = len(msg.get("lost-computed-tasks", ()))
+    assigned = sorted(names)[:6] + (["..."] if len(names) > 6 else [])
     logger.warning(
-        "worker %s lost: its %d assigned task(s)%s rerun and %d result(s) it held "
-        "recomputed, on the other workers",
+        "worker %s lost: its %d assigned task(s)%s go back to the scheduler, and %d "
+        "result(s) it held are recomputed",
         msg.get("worker", "?"),
         len(msg.get("processing-tasks", ())),
-        f" ({', '.join(running)})" if running else "",
-        lost,
+        f" ({', '.join(assigned)})" if assigned else "",
+        len(msg.get("lost-computed-tasks", ())),
     )
 
 
@@ -230,41 +236,55 @@ class _NoReconnectError(logging.Filter):
 
 @contextlib.contextmanager
 def _silenced(name: str) -> Iterator[None]:
-    """Nothing from logger ``name`` while inside."""
-    log = logging.getLogger(name)
-    level = log.level
-    log.setLevel(logging.CRITICAL + 1)
+    """Nothing from logger ``name`` while inside (a filter: the level a stopping
+    signal sets meanwhile stays)."""
+    log, drop = logging.getLogger(name), logging.Filter("nothing passes this")
+    log.addFilter(drop)
     try:
         yield
     finally:
-        log.setLevel(level)
+        log.removeFilter(drop)
 
 
 def cluster_failure(exc: Exception, client: Client, target: Any) -> PUError | None:
-    """The one-line error for a job the cluster itself stopped, or ``None`` where
-    ``exc`` is not that: the scheduler lost (its connection closed, every pending result
-    cancelled), or a task whose every try died with its worker (a worker killed, most
-    often for memory, ``allowed-failures + 1`` times)."""
+    """The one-line error for a job the cluster itself stopped.
+
+    Parameters
+    ----------
+    exc : Exception
+        What the job raised.
+    client : distributed.Client
+        The job's client.
+    target : str or cluster
+        The scheduler's address, or the cluster object it was started with.
+
+    Returns
+    -------
+    PUError or None
+        For a lost scheduler (pending results cancelled for the lost connection, or a
+        connection error once the client has stopped running) or a task whose every try
+        died with its worker (``KilledWorker``: killed, most often for memory,
+        ``allowed-failures + 1`` times); ``None`` for any other error, which is not the
+        cluster's.
+    """
+    from concurrent.futures import CancelledError  # what distributed's futures raise
+
     from distributed.comm import CommClosedError
     from distributed.scheduler import KilledWorker
 
-    if isinstance(exc, PUError):
-        return None
     if isinstance(exc, KilledWorker):
         tries = exc.allowed_failures + 1
         return PUError(
             f"task {exc.task!r} failed: {tries} worker{'s' * (tries != 1)} died running it "
             "(killed, or out of memory: see the workers' logs); nothing was written"
         )
-    where = target if isinstance(target, str) else getattr(target, "scheduler_address", target)
-    if (
-        client.status != "running"
-        or isinstance(exc, CommClosedError)
-        or "scheduler-connection-lost" in str(exc)
-    ):
+    cancelled = isinstance(exc, CancelledError) and "scheduler-connection-lost" in str(exc)
+    connection = isinstance(exc, (CommClosedError, CancelledError, TimeoutError))
+    if cancelled or (connection and client.status != "running"):
+        where = target if isinstance(target, str) else getattr(target, "scheduler_address", "")
         return PUError(
-            f"lost the connection to the Dask scheduler at {where} while the job ran "
-            f"({type(exc).__name__}); nothing was written"
+            f"lost the connection to the Dask scheduler at {where} while the job ran; "
+            "nothing was written"
         )
     return None
 
@@ -325,25 +345,30 @@ def connect(
         except (TypeError, ValueError) as exc:  # e.g. tls:// without its certificates
             _close_failed_client()
             raise PUError(f"cannot connect to the Dask scheduler at {target}: {exc}") from None
-        client.subscribe_topic("all", log_lost_worker)
         gave_up = _NoReconnectError()
         logging.getLogger("distributed.client").addFilter(gave_up)
         try:
+            client.subscribe_topic("all", log_lost_worker)
             yield client
         except Exception as exc:
             failure = cluster_failure(exc, client, target)
             if failure is None:
                 raise
-            raise failure from None
+            raise failure from exc
         finally:
-            # a client still trying to reconnect logs its cancelled attempt as an error
-            # with a traceback when closed: the user has been told in one line already
-            reconnecting = client.status != "running"
-            if not reconnecting:  # or the scheduler sends this client's own leaving to it
-                client.unsubscribe_topic("all")
-            with _silenced("distributed.client") if reconnecting else contextlib.nullcontext():
-                client.close()
-            logging.getLogger("distributed.client").removeFilter(gave_up)
+            try:
+                # a client still trying to reconnect logs its cancelled attempt as an
+                # error with a traceback when closed: the user has been told already
+                reconnecting = client.status != "running"
+                if not reconnecting:  # or the scheduler sends this client its own leaving
+                    client.unsubscribe_topic("all")
+                quiet = (
+                    _silenced("distributed.client") if reconnecting else contextlib.nullcontext()
+                )
+                with quiet:
+                    client.close()
+            finally:
+                logging.getLogger("distributed.client").removeFilter(gave_up)
     finally:
         if started is not None:
             started.close()
