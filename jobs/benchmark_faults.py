@@ -109,15 +109,22 @@ def told(text: str, status: int) -> str:
     return "; ".join(said) or "-"
 
 
-def local_holds(out: Path, baseline: str | None) -> str:
-    if not out.exists():
-        return "nothing (no folder)"
-    if (out / "summary.json").exists() and baseline is None:
+def finished(digest: str, baseline: str | None) -> str:
+    """A finished run's predictions (their digest) against the reference's."""
+    if baseline is None:
         return "a finished run (the reference)"
+    return "a finished run; predictions " + ("identical" if digest == baseline else "DIFFER")
+
+
+def local_holds(out: Path, baseline: str | None) -> tuple[str, str | None]:
+    """What a local output folder holds after a run, and its predictions' digest where
+    the run finished."""
+    if not out.exists():
+        return "nothing (no folder)", None
     if (out / "summary.json").exists():
-        same = baseline is not None and predictions_digest(out) == baseline
-        return "a finished run; predictions " + ("identical" if same else "DIFFER")
-    return f"no finished run: {sorted(p.name for p in out.iterdir())}"
+        digest = predictions_digest(out)
+        return finished(digest, baseline), digest
+    return f"no finished run: {sorted(p.name for p in out.iterdir())}", None
 
 
 def cluster_faults(args: argparse.Namespace, rows: list[Outcome]) -> dict:
@@ -158,11 +165,11 @@ def cluster_faults(args: argparse.Namespace, rows: list[Outcome]) -> dict:
                 )
                 victim.send_signal(signal.SIGKILL)
             status, seconds, summary, text = ended(proc, log, began)
-            holds = local_holds(out, base_digest)
+            holds, digest = local_holds(out, base_digest)
             if fault == "none" and summary is None:
                 raise RuntimeError(f"the undisturbed run failed: {text[-2000:]}")
             if fault == "none":
-                base, base_alpha, base_digest = summary, summary["alpha"], predictions_digest(out)
+                base, base_alpha, base_digest = summary, summary["alpha"], digest
             rows.append(outcome(fault, where, status, seconds, summary, base_alpha, text, holds))
             print(rows[-1], flush=True)
     return base
@@ -251,11 +258,8 @@ def store_faults(args: argparse.Namespace, rows: list[Outcome]) -> None:
                         (local / "predictions").mkdir(parents=True, exist_ok=True)
                         s3.download_file("pu-faults", f"{prefix}/{key}", str(local / key))
                 digest = predictions_digest(local)
-                if base_digest is None:
-                    base_digest, holds = digest, "a finished run (the reference)"
-                else:
-                    same = digest == base_digest
-                    holds = "a finished run; predictions " + ("identical" if same else "DIFFER")
+                holds = finished(digest, base_digest)
+                base_digest = base_digest or digest
             else:
                 staged = [k for k in keys if not k.startswith("_running")]
                 holds = (

@@ -5,6 +5,7 @@ import os
 import socket
 
 import pytest
+from helpers import file_hashes, object_hashes
 
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.outputs import RunOutput, is_run_entry
@@ -217,24 +218,12 @@ def test_two_runs_started_together_into_one_location(where, tmp_path, request):
     if where == "s3":
         s3 = request.getfixturevalue("s3_env")  # the server, in the processes' environment
         out = "s3://pu-test/together"
-
-        def files() -> dict[str, bytes]:
-            return {
-                o["Key"].removeprefix("together/"): s3.get_object(Bucket="pu-test", Key=o["Key"])[
-                    "Body"
-                ].read()
-                for o in s3.list_objects_v2(Bucket="pu-test").get("Contents", [])
-            }
+        listed = lambda: object_hashes(s3, "together")  # noqa: E731
+        read = lambda: s3.get_object(Bucket="pu-test", Key="together/summary.json")["Body"].read()  # noqa: E731
     else:
         out = str(tmp_path / "out")
-
-        def files() -> dict[str, bytes]:
-            root = tmp_path / "out"
-            return {
-                p.relative_to(root).as_posix(): p.read_bytes()
-                for p in root.rglob("*")
-                if p.is_file()
-            }
+        listed = lambda: file_hashes(tmp_path / "out")  # noqa: E731
+        read = (tmp_path / "out" / "summary.json").read_bytes
 
     args = [sys.executable, "-m", "pulsnar_dask", "run", "--input", str(tmp_path / "data.parquet"),
             "--out", out, "--method", "pulscar", "--n-workers", "1", "--n-rounds", "10",
@@ -246,8 +235,7 @@ def test_two_runs_started_together_into_one_location(where, tmp_path, request):
     (_, stdout, _), (_, _, err) = sorted(done, key=lambda d: d[0])
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "is in use by another run" in err or "already holds a finished run" in err
-    found = files()
-    assert json.loads(found["summary.json"]) == json.loads(stdout.splitlines()[-1])
-    names = {name.split("/")[0] for name in found}
+    assert json.loads(read()) == json.loads(stdout.splitlines()[-1])
+    names = {name.split("/")[0] for name in listed()}
     assert {"summary.json", "model", "predictions", "report.html"} <= names
     assert all(is_run_entry(n) and not n.startswith(("_", ".")) for n in names), names

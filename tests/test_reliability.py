@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 import psutil
 import pytest
@@ -76,7 +77,9 @@ def test_workers_killed_in_the_subproblems_and_the_retrain_change_nothing(
     assert undisturbed["alpha"] == pytest.approx(single.alpha_, abs=1e-12)
 
 
-def test_a_lost_scheduler_ends_in_one_line_and_leaves_nothing(medium, tmp_path):
+def run_killed_at_scoring(medium, tmp_path, kill) -> tuple[int, str, Path]:
+    """A PULSNAR run on an external 2-worker cluster, ``kill(cluster)`` called once its
+    subproblems are being scored: the run's exit status, its log, and its ``--out``."""
     with ProcessCluster(tmp_path, n_workers=2) as cluster:
         log, out = tmp_path / "run.log", tmp_path / "out"
         proc = start_cli(
@@ -85,12 +88,22 @@ def test_a_lost_scheduler_ends_in_one_line_and_leaves_nothing(medium, tmp_path):
             log,
         )  # fmt: skip
         wait_for_text(log, "scoring:")
-        cluster.procs[0].send_signal(signal.SIGKILL)  # the scheduler
+        kill(cluster)
         proc.communicate(timeout=120)
-    text = log.read_text()
-    assert proc.returncode == 2, text[-3000:]
+    return proc.returncode, log.read_text(), out
+
+
+def test_a_lost_scheduler_ends_in_one_line_and_leaves_nothing(medium, tmp_path):
+    address = []
+
+    def kill_the_scheduler(cluster: ProcessCluster) -> None:
+        address.append(cluster.address)
+        cluster.procs[0].send_signal(signal.SIGKILL)
+
+    status, text, out = run_killed_at_scoring(medium, tmp_path, kill_the_scheduler)
+    assert status == 2, text[-3000:]
     assert text.strip().splitlines()[-1] == (
-        f"error: lost the connection to the Dask scheduler at {cluster.address} while the "
+        f"error: lost the connection to the Dask scheduler at {address[0]} while the "
         "job ran; nothing was written"
     )
     assert "Traceback" not in text and " ERROR " not in text, text[-3000:]
@@ -101,18 +114,10 @@ def test_a_task_whose_every_worker_dies_ends_in_one_line(medium, tmp_path, monke
     """With no retry allowed (``allowed-failures`` 0 on the scheduler), the task a killed
     worker was running fails for good: one line naming it, and no output."""
     monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "0")
-    with ProcessCluster(tmp_path, n_workers=2) as cluster:
-        log, out = tmp_path / "run.log", tmp_path / "out"
-        proc = start_cli(
-            ["run", "--input", str(medium), "--method", "pulsnar", "--out", str(out),
-             "--scheduler", cluster.address],
-            log,
-        )  # fmt: skip
-        wait_for_text(log, "scoring:")
-        busiest(cluster).send_signal(signal.SIGKILL)
-        proc.communicate(timeout=120)
-    text = log.read_text()
-    assert proc.returncode == 2, text[-3000:]
+    status, text, out = run_killed_at_scoring(
+        medium, tmp_path, lambda cluster: busiest(cluster).send_signal(signal.SIGKILL)
+    )
+    assert status == 2, text[-3000:]
     last = text.strip().splitlines()[-1]
     assert last.startswith("error: task ") and "failed: 1 worker died running it" in last, last
     assert "Traceback" not in text, text[-3000:]
