@@ -30,6 +30,12 @@ def medium(tmp_path_factory, medium_data):
     return path
 
 
+@pytest.fixture(scope="module")
+def single_alpha(medium_data):
+    """Alpha of ``medium`` with seed 1, in one process: what every run on a cluster reads."""
+    return PULSNAR(random_state=1, n_jobs=1).fit(medium_data.X, medium_data.label).alpha_
+
+
 def busiest(cluster: ProcessCluster) -> subprocess.Popen:
     """The live worker using the most CPU (the first live one where none is busy)."""
     alive = [w for w in cluster.workers if w.poll() is None]
@@ -38,7 +44,7 @@ def busiest(cluster: ProcessCluster) -> subprocess.Popen:
 
 
 def test_workers_killed_in_the_subproblems_and_the_retrain_change_nothing(
-    medium, medium_data, tmp_path
+    medium, single_alpha, tmp_path
 ):
     """One worker SIGKILLed while the subproblems are scored and another while the
     retrain runs: the job completes with the alpha, the clusters and the predictions of
@@ -73,14 +79,39 @@ def test_workers_killed_in_the_subproblems_and_the_retrain_change_nothing(
     assert text.count(" assigned task(s)") == 2, text[-3000:]  # one line per lost worker
     assert "Traceback" not in text
     # and three workers give what one process gives
-    single = PULSNAR(random_state=1, n_jobs=1).fit(medium_data.X, medium_data.label)
-    assert undisturbed["alpha"] == pytest.approx(single.alpha_, abs=1e-12)
+    assert undisturbed["alpha"] == pytest.approx(single_alpha, abs=1e-12)
 
 
-def run_killed_at_scoring(medium, tmp_path, kill) -> tuple[int, str, Path]:
-    """A PULSNAR run on an external 2-worker cluster, ``kill(cluster)`` called once its
-    subproblems are being scored: the run's exit status, its log, and its ``--out``."""
-    with ProcessCluster(tmp_path, n_workers=2) as cluster:
+def test_a_cluster_left_with_no_worker_waits_for_one_and_goes_on(medium, single_alpha, tmp_path):
+    """The only worker SIGKILLed while the subproblems are scored: the run says that it
+    waits for a worker, goes on once one joins, and reads what one process reads."""
+    with ProcessCluster(tmp_path, n_workers=1) as cluster:
+        log = tmp_path / "run.log"
+        proc = start_cli(
+            ["run", "--input", str(medium), "--method", "pulsnar", "--seed", "1",
+             "--out", str(tmp_path / "out"), "--scheduler", cluster.address],
+            log,
+        )  # fmt: skip
+        wait_for_text(log, "scoring:")
+        cluster.workers[0].send_signal(signal.SIGKILL)
+        wait_for_text(log, "no worker left on the cluster")
+        cluster.workers.append(cluster.add_worker())
+        out, _ = proc.communicate(timeout=600)
+    text = log.read_text()
+    assert proc.returncode == 0, text[-3000:]
+    assert f"no worker left on the cluster at {cluster.address}: the run waits" in text
+    assert text.count("joined: the run goes on") == 1, text[-3000:]
+    assert "Traceback" not in text
+    assert json.loads(out.strip().splitlines()[-1])["alpha"] == pytest.approx(
+        single_alpha, abs=1e-12
+    )
+
+
+def run_killed_at_scoring(medium, tmp_path, kill, n_workers=2) -> tuple[int, str, Path]:
+    """A PULSNAR run on an external cluster of ``n_workers``, ``kill(cluster)`` called
+    once its subproblems are being scored: the run's exit status, its log, and its
+    ``--out``."""
+    with ProcessCluster(tmp_path, n_workers=n_workers) as cluster:
         log, out = tmp_path / "run.log", tmp_path / "out"
         proc = start_cli(
             ["run", "--input", str(medium), "--method", "pulsnar", "--out", str(out),
@@ -120,6 +151,27 @@ def test_a_task_whose_every_worker_dies_ends_in_one_line(medium, tmp_path, monke
     assert status == 2, text[-3000:]
     last = text.strip().splitlines()[-1]
     assert last.startswith("error: task ") and "failed: 1 worker died running it" in last, last
+    assert "Traceback" not in text, text[-3000:]
+    assert not out.exists()
+
+
+def test_a_no_workers_timeout_on_the_scheduler_ends_the_run_in_one_line(
+    medium, tmp_path, monkeypatch
+):
+    """A scheduler that fails tasks left with no worker (``no-workers-timeout``, here 2 s):
+    the run says that it waits, then ends with one line naming a task, and no output."""
+    monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__NO_WORKERS_TIMEOUT", "2s")
+    status, text, out = run_killed_at_scoring(
+        medium, tmp_path, lambda cluster: cluster.workers[0].send_signal(signal.SIGKILL), 1
+    )
+    assert status == 2, text[-3000:]
+    last = text.strip().splitlines()[-1]
+    assert last.startswith("error: task '"), last
+    assert last.endswith(
+        "failed: the cluster had no worker for 2.00 s (the scheduler's no-workers-timeout); "
+        "nothing was written"
+    ), last
+    assert "no worker left on the cluster at" in text
     assert "Traceback" not in text, text[-3000:]
     assert not out.exists()
 

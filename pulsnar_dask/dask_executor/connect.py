@@ -192,24 +192,64 @@ def _close_failed_client() -> None:
         failed.close()
 
 
-def log_lost_worker(event: tuple[float, Any]) -> None:
-    """Log a worker the scheduler lost (not one retired or closed on purpose).
+class WorkerEvents:
+    """The scheduler's worker events, as the job's log tells them.
 
-    A handler for the scheduler's ``all`` events. Dask hands the tasks assigned to the
-    worker (running or queued there) back to the scheduler, which runs them elsewhere
-    unless they have died with ``allowed-failures`` workers already, and recomputes the
-    results only that worker held. The tasks are pure, so the answer does not change.
+    A handler for the scheduler's ``all`` events. Each worker lost unexpectedly (not
+    one retired or closed on purpose) is logged: Dask hands the tasks assigned to it
+    (running or queued there) back to the scheduler, which runs them elsewhere unless
+    they have died with ``allowed-failures`` workers already, and recomputes the results
+    only that worker held. The tasks are pure, so the answer does not change. When the
+    cluster has no worker left the run waits, as Dask does, for one to join (a cluster
+    that scales or restarts its workers brings one back); the log says so, and says when
+    one joins.
 
     Parameters
     ----------
-    event : (float, dict)
-        The event's time and message; only ``remove-worker`` messages are logged.
+    address : str
+        The scheduler's address, as the log names it.
+
+    Attributes
+    ----------
+    workers : set of str
+        The addresses of the cluster's workers: add those there when the handler was
+        subscribed (a worker that joined in between is counted once).
+    waiting : bool
+        Whether the cluster has had no worker since the log said so.
     """
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.workers: set[str] = set()
+        self.waiting = False
+
+    def __call__(self, event: tuple[float, Any]) -> None:
+        """Take one event: its time and message (only ``add-worker`` and
+        ``remove-worker`` messages are read)."""
+        _, msg = event
+        if not isinstance(msg, dict) or "worker" not in msg:
+            return
+        if msg.get("action") == "add-worker":
+            self.workers.add(msg["worker"])
+            if self.waiting:
+                self.waiting = False
+                logger.warning("worker %s joined: the run goes on", msg["worker"])
+        elif msg.get("action") == "remove-worker":
+            self.workers.discard(msg["worker"])
+            if not msg.get("expected"):
+                _log_lost(msg)
+            if not self.workers and not self.waiting:
+                self.waiting = True
+                logger.warning(
+                    "no worker left on the cluster at %s: the run waits for one to join "
+                    "(Ctrl-C stops it; nothing is written before the run completes)",
+                    self.address,
+                )
+
+
+def _log_lost(msg: dict[str, Any]) -> None:
     from dask.utils import key_split
 
-    _, msg = event
-    if not isinstance(msg, dict) or msg.get("action") != "remove-worker" or msg.get("expected"):
-        return
     # this job's own task names (cluster2-it0-fold3-<token>) without their token
     names = {
         re.sub(r"-[0-9a-f]{8,}$", "", k) if isinstance(k, str) else key_split(k)
@@ -219,7 +259,7 @@ def log_lost_worker(event: tuple[float, Any]) -> None:
     logger.warning(
         "worker %s lost: its %d assigned task(s)%s go back to the scheduler, and %d "
         "result(s) it held are recomputed",
-        msg.get("worker", "?"),
+        msg["worker"],
         len(msg.get("processing-tasks", ())),
         f" ({', '.join(assigned)})" if assigned else "",
         len(msg.get("lost-computed-tasks", ())),
@@ -262,16 +302,24 @@ def cluster_failure(exc: Exception, client: Client, target: Any) -> PUError | No
     -------
     PUError or None
         For a lost scheduler (pending results cancelled for the lost connection, or a
-        connection error once the client has stopped running) or a task whose every try
+        connection error once the client has stopped running), a task whose every try
         died with its worker (``KilledWorker``: killed, most often for memory,
-        ``allowed-failures + 1`` times); ``None`` for any other error, which is not the
-        cluster's.
+        ``allowed-failures + 1`` times) or one failed for want of any worker
+        (``NoWorkerError``, where the scheduler sets ``no-workers-timeout``); ``None`` for
+        any other error, which is not the cluster's.
     """
     from concurrent.futures import CancelledError  # what distributed's futures raise
 
+    from dask.utils import format_time
     from distributed.comm import CommClosedError
-    from distributed.scheduler import KilledWorker
+    from distributed.scheduler import KilledWorker, NoWorkerError
 
+    if isinstance(exc, NoWorkerError):
+        return PUError(
+            f"task {exc.task!r} failed: the cluster had no worker for "
+            f"{format_time(exc.timeout)} (the scheduler's no-workers-timeout); nothing was "
+            "written"
+        )
     if isinstance(exc, KilledWorker):
         tries = exc.allowed_failures + 1
         return PUError(
@@ -348,7 +396,9 @@ def connect(
         gave_up = _NoReconnectError()
         logging.getLogger("distributed.client").addFilter(gave_up)
         try:
-            client.subscribe_topic("all", log_lost_worker)
+            events = WorkerEvents(client.scheduler.address)
+            client.subscribe_topic("all", events)
+            events.workers.update(client.nthreads())
             yield client
         except Exception as exc:
             failure = cluster_failure(exc, client, target)
