@@ -59,12 +59,21 @@ def stage_spans(summary: dict) -> list[tuple[str, float, float]]:
 
 
 def stage_peaks(summary: dict) -> dict[str, float]:
-    """Largest worker RSS (MiB) sampled during each stage of a run."""
-    peaks = {}
+    """Largest worker RSS (MiB) sampled during each stage of a run (over every span of a
+    stage that runs more than once, as the default method's scorings do)."""
+    inside: dict[str, list[float]] = {}
     for stage, begin, end in stage_spans(summary):
-        inside = [max(rss) for t, rss in summary["samples"] if begin <= t < end]
-        peaks[stage] = max(inside, default=float("nan"))
-    return peaks
+        rss = [max(rss) for t, rss in summary["samples"] if begin <= t < end]
+        inside.setdefault(stage, []).extend(rss)
+    return {stage: max(rss, default=float("nan")) for stage, rss in inside.items()}
+
+
+def stage_seconds(summary: dict) -> dict[str, float]:
+    """Seconds in each stage of a run, summed over its spans."""
+    seconds: dict[str, float] = {}
+    for stage, begin, end in stage_spans(summary):
+        seconds[stage] = seconds.get(stage, 0.0) + end - begin
+    return {stage: round(value, 1) for stage, value in seconds.items()}
 
 
 def main() -> None:
@@ -150,9 +159,7 @@ def main() -> None:
                 }
             )
             stages.append({"n_rows": n_rows, **stage_peaks(summary)})
-            seconds.append(
-                {"n_rows": n_rows, **{s: round(e - b, 1) for s, b, e in stage_spans(summary)}}
-            )
+            seconds.append({"n_rows": n_rows, **stage_seconds(summary)})
             print(rows[-1], stages[-1], seconds[-1], flush=True)
         scoring = score_run(args, cluster.address, workers, path) if args.score else None
     write(args, pd.DataFrame(rows), pd.DataFrame(stages), pd.DataFrame(seconds), scoring)
