@@ -52,13 +52,20 @@ class FaultProxy:
         Fail every request from the first whose path holds this text on
         (``/predictions/``: from the first write of a run's predictions): an outage
         that starts mid-run.
+    refuse : (str, str) or None
+        ``(method, end of path)``: fail the first ``refuse_times`` requests of that
+        method whose path (without its query) ends so, and pass the rest: one object
+        that cannot be written for a while, as when a publish is interrupted.
+    refuse_times : int
+        How many such requests fail.
 
     Attributes
     ----------
     url : str
         The proxy's own URL, to give a client as its endpoint.
-    requests, failed, delayed : int
-        Requests seen, answered with a failure, and delayed so far.
+    requests, failed, delayed, refused : int
+        Requests seen, answered with a failure (refused ones included), delayed, and
+        refused as ``refuse`` asks, so far.
     """
 
     def __init__(
@@ -68,6 +75,8 @@ class FaultProxy:
         delay_share: float = 0.0,
         delay_s: float = 0.0,
         outage_from: str | None = None,
+        refuse: tuple[str, str] | None = None,
+        refuse_times: int = 1,
     ):
         for name, share in (("fail_share", fail_share), ("delay_share", delay_share)):
             if not 0 <= share <= 1:
@@ -75,7 +84,8 @@ class FaultProxy:
         self.target = urlsplit(target)
         self.fail_share, self.delay_share, self.delay_s = fail_share, delay_share, delay_s
         self.outage_from, self.down = outage_from, False
-        self.requests = self.failed = self.delayed = 0
+        self.refuse, self.refuse_times = refuse, refuse_times
+        self.requests = self.failed = self.delayed = self.refused = 0
         self._count = threading.Lock()
         self._server = _QuietServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -99,13 +109,24 @@ class FaultProxy:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _fate(self, path: str) -> str:
-        """``fail``, ``delay`` or ``pass`` for the next request, to ``path``."""
+    def _fate(self, method: str, path: str) -> str:
+        """``fail``, ``delay`` or ``pass`` for the next request, ``method`` to ``path``."""
         with self._count:
             self.requests += 1
             n = self.requests
             self.down = self.down or (self.outage_from is not None and self.outage_from in path)
-            if self.down or math.floor(n * self.fail_share) > math.floor((n - 1) * self.fail_share):
+            refused = (
+                self.refuse is not None
+                and self.refused < self.refuse_times
+                and method == self.refuse[0]
+                and path.split("?")[0].endswith(self.refuse[1])
+            )
+            self.refused += refused
+            if (
+                refused
+                or self.down
+                or math.floor(n * self.fail_share) > math.floor((n - 1) * self.fail_share)
+            ):
                 self.failed += 1
                 return "fail"
             passed = n - self.failed
@@ -136,7 +157,7 @@ class FaultProxy:
 
             def _forward(self) -> None:
                 body = self._body()
-                fate = proxy._fate(self.path)
+                fate = proxy._fate(self.command, self.path)
                 if fate == "fail":
                     self.send_response(503)
                     self.send_header("Content-Type", "application/xml")

@@ -207,6 +207,38 @@ def test_a_store_failing_some_requests_is_retried_to_the_same_answer(
     pd.testing.assert_frame_equal(rows[0], rows[1])
 
 
+def test_a_publish_refused_midway_puts_the_older_run_back(s3_env, s3_endpoint, tmp_path, capsys):
+    """``run --overwrite`` over a finished run, the new report's move into place refused
+    as often as s3fs tries it (the older run already set aside, four of the new run's
+    entries placed; one botocore attempt a try): the run ends in one line, the entries it
+    placed are removed and the older run is put back, every object as it was."""
+    from s3fs import S3FileSystem
+
+    from benchmarks.faults import FaultProxy
+
+    small_snar(tmp_path / "data", partitions=2)
+    upload(s3_env, tmp_path / "data", "input/rollback")
+    run = ["run", "--input", "s3://pu-test/input/rollback", "--out", "s3://pu-test/runs/rollback",
+           "--method", "pulscar", "--n-workers", "1", "--interval-resamples", "0"]  # fmt: skip
+    status, _, err = run_cli(run, capsys)
+    assert status == 0, err
+    before = object_hashes(s3_env, "runs/rollback")
+    tries = S3FileSystem.retries
+    refuse = ("PUT", "/runs/rollback/report.html")
+    with FaultProxy(s3_endpoint, refuse=refuse, refuse_times=tries) as proxy:
+        options = {"client_kwargs": {"endpoint_url": proxy.url},
+                   "config_kwargs": {"retries": {"total_max_attempts": 1}}}  # fmt: skip
+        status, _, err = run_cli(
+            [*run, "--seed", "1", "--overwrite", "--storage-options", json.dumps(options)], capsys
+        )
+    assert proxy.refused == tries
+    assert status == 2, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: cannot write the outputs to s3://pu-test/runs/rollback: "), err
+    assert "Traceback" not in err and "could not" not in err, err
+    assert object_hashes(s3_env, "runs/rollback") == before
+
+
 def test_a_store_going_down_while_the_outputs_are_written_ends_in_one_line(
     s3_env, s3_endpoint, tmp_path, capfd
 ):
