@@ -54,8 +54,9 @@ class FaultProxy:
         that starts mid-run.
     refuse : (str, str) or None
         ``(method, end of path)``: fail the first ``refuse_times`` requests of that
-        method whose path (without its query) ends so, and pass the rest: one object
-        that cannot be written for a while, as when a publish is interrupted.
+        method whose path (without its query) ends so (later ones take their chance
+        with the other settings): one object that cannot be written for a while, as
+        when a publish is interrupted.
     refuse_times : int
         How many such requests fail.
 

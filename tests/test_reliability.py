@@ -107,6 +107,27 @@ def test_a_cluster_left_with_no_worker_waits_for_one_and_goes_on(medium, single_
     )
 
 
+def test_a_cluster_with_no_worker_yet_is_waited_for(medium, single_alpha, tmp_path):
+    """A scheduler with no worker when the run connects (a batch system's workers still
+    queued): the run says that it waits, and goes on once one joins."""
+    with ProcessCluster(tmp_path, n_workers=0) as cluster:
+        log = tmp_path / "run.log"
+        proc = start_cli(
+            ["run", "--input", str(medium), "--method", "pulsnar", "--seed", "1",
+             "--out", str(tmp_path / "out"), "--scheduler", cluster.address],
+            log,
+        )  # fmt: skip
+        wait_for_text(log, f"no worker on the cluster at {cluster.address} yet")
+        cluster.workers.append(cluster.add_worker())
+        out, _ = proc.communicate(timeout=600)
+    text = log.read_text()
+    assert proc.returncode == 0, text[-3000:]
+    assert text.count("joined: the run goes on") == 1, text[-3000:]
+    assert json.loads(out.strip().splitlines()[-1])["alpha"] == pytest.approx(
+        single_alpha, abs=1e-12
+    )
+
+
 def run_killed_at_scoring(medium, tmp_path, kill, n_workers=2) -> tuple[int, str, Path]:
     """A PULSNAR run on an external cluster of ``n_workers``, ``kill(cluster)`` called
     once its subproblems are being scored: the run's exit status, its log, and its
@@ -162,13 +183,16 @@ def test_a_no_workers_timeout_on_the_scheduler_ends_the_run_in_one_line(
     the run says that it waits, then ends with one line naming a task, and no output."""
     monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__NO_WORKERS_TIMEOUT", "2s")
     status, text, out = run_killed_at_scoring(
-        medium, tmp_path, lambda cluster: cluster.workers[0].send_signal(signal.SIGKILL), 1
+        medium,
+        tmp_path,
+        lambda cluster: cluster.workers[0].send_signal(signal.SIGKILL),
+        n_workers=1,
     )
     assert status == 2, text[-3000:]
     last = text.strip().splitlines()[-1]
-    assert last.startswith("error: task '"), last
+    assert last.startswith("error: task "), last
     assert last.endswith(
-        "failed: the cluster had no worker for 2.00 s (the scheduler's no-workers-timeout); "
+        "failed: no worker could run it for 2.00 s (the scheduler's no-workers-timeout); "
         "nothing was written"
     ), last
     assert "no worker left on the cluster at" in text

@@ -200,54 +200,51 @@ class WorkerEvents:
     (running or queued there) back to the scheduler, which runs them elsewhere unless
     they have died with ``allowed-failures`` workers already, and recomputes the results
     only that worker held. The tasks are pure, so the answer does not change. When the
-    cluster has no worker left the run waits, as Dask does, for one to join (a cluster
-    that scales or restarts its workers brings one back); the log says so, and says when
-    one joins.
+    scheduler has no worker left after a removal, the run waits, as Dask does, for one
+    to join (a cluster that scales or restarts its workers brings one back); the log
+    says so, and says when one joins.
 
     Parameters
     ----------
-    address : str
-        The scheduler's address, as the log names it.
+    client : distributed.Client
+        The job's client, whose scheduler is asked for its workers after a removal.
 
     Attributes
     ----------
-    workers : set of str
-        The addresses of the cluster's workers: add those there when the handler was
-        subscribed (a worker that joined in between is counted once).
     waiting : bool
-        Whether the cluster has had no worker since the log said so.
+        Whether the log has said that the run waits for a worker, and no worker has
+        joined since.
     """
 
-    def __init__(self, address: str) -> None:
-        self.address = address
-        self.workers: set[str] = set()
+    def __init__(self, client: Client) -> None:
+        self.client = client
         self.waiting = False
 
-    def __call__(self, event: tuple[float, Any]) -> None:
+    async def __call__(self, event: tuple[float, Any]) -> None:
         """Take one event: its time and message (only ``add-worker`` and
-        ``remove-worker`` messages are read)."""
+        ``remove-worker`` messages are read). Runs on the client's event loop."""
         _, msg = event
         if not isinstance(msg, dict) or "worker" not in msg:
             return
-        if msg.get("action") == "add-worker":
-            self.workers.add(msg["worker"])
-            if self.waiting:
-                self.waiting = False
-                logger.warning("worker %s joined: the run goes on", msg["worker"])
+        if msg.get("action") == "add-worker" and self.waiting:
+            self.waiting = False
+            logger.warning("worker %s joined: the run goes on", msg["worker"])
         elif msg.get("action") == "remove-worker":
-            self.workers.discard(msg["worker"])
             if not msg.get("expected"):
                 _log_lost(msg)
-            if not self.workers and not self.waiting:
+            left = await self.client.scheduler.ncores()
+            if not left and not self.waiting:
                 self.waiting = True
                 logger.warning(
                     "no worker left on the cluster at %s: the run waits for one to join "
                     "(Ctrl-C stops it; nothing is written before the run completes)",
-                    self.address,
+                    self.client.scheduler.address,
                 )
 
 
 def _log_lost(msg: dict[str, Any]) -> None:
+    """Log a ``remove-worker`` message: the worker, the tasks it had been assigned (this
+    job's names, without their tokens) and the results it held."""
     from dask.utils import key_split
 
     # this job's own task names (cluster2-it0-fold3-<token>) without their token
@@ -304,19 +301,20 @@ def cluster_failure(exc: Exception, client: Client, target: Any) -> PUError | No
         For a lost scheduler (pending results cancelled for the lost connection, or a
         connection error once the client has stopped running), a task whose every try
         died with its worker (``KilledWorker``: killed, most often for memory,
-        ``allowed-failures + 1`` times) or one failed for want of any worker
-        (``NoWorkerError``, where the scheduler sets ``no-workers-timeout``); ``None`` for
-        any other error, which is not the cluster's.
+        ``allowed-failures + 1`` times) or one failed for want of a worker
+        (``NoWorkerError`` or ``NoValidWorkerError``, where the scheduler sets
+        ``no-workers-timeout``); ``None`` for any other error, which is not the
+        cluster's.
     """
     from concurrent.futures import CancelledError  # what distributed's futures raise
 
     from dask.utils import format_time
     from distributed.comm import CommClosedError
-    from distributed.scheduler import KilledWorker, NoWorkerError
+    from distributed.scheduler import KilledWorker, NoValidWorkerError, NoWorkerError
 
-    if isinstance(exc, NoWorkerError):
+    if isinstance(exc, NoWorkerError | NoValidWorkerError):  # no worker, or none it may use
         return PUError(
-            f"task {exc.task!r} failed: the cluster had no worker for "
+            f"task {exc.task!r} failed: no worker could run it for "
             f"{format_time(exc.timeout)} (the scheduler's no-workers-timeout); nothing was "
             "written"
         )
@@ -396,9 +394,14 @@ def connect(
         gave_up = _NoReconnectError()
         logging.getLogger("distributed.client").addFilter(gave_up)
         try:
-            events = WorkerEvents(client.scheduler.address)
+            events = WorkerEvents(client)
             client.subscribe_topic("all", events)
-            events.workers.update(client.nthreads())
+            if not client.nthreads():  # a batch system's workers still queued, say
+                events.waiting = True
+                logger.warning(
+                    "no worker on the cluster at %s yet: the run waits for one to join",
+                    client.scheduler.address,
+                )
             yield client
         except Exception as exc:
             failure = cluster_failure(exc, client, target)
@@ -435,7 +438,8 @@ class ProcessCluster:
     workdir : path
         Where the scheduler file goes.
     n_workers : int
-        Single-threaded worker processes to start.
+        Single-threaded worker processes to start (and wait for; none: a scheduler
+        alone, as a batch system's cluster is while its workers are queued).
     memory_limit : str
         Memory limit of each worker.
     nanny : bool
@@ -475,8 +479,9 @@ class ProcessCluster:
             time.sleep(0.2)
         self.address: str = json.loads(scheduler_file.read_text())["address"]
         self.workers = [self.add_worker() for _ in range(n_workers)]
-        with Client(self.address, timeout=CONNECT_TIMEOUT_S) as client:
-            client.wait_for_workers(n_workers, timeout=60)
+        if n_workers:
+            with Client(self.address, timeout=CONNECT_TIMEOUT_S) as client:
+                client.wait_for_workers(n_workers, timeout=60)
 
     def _spawn(self, *args: str) -> subprocess.Popen:
         proc = subprocess.Popen(
