@@ -1,6 +1,7 @@
 """A lost worker does not change the answer; a lost scheduler and SIGTERM stop cleanly."""
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -198,6 +199,22 @@ def test_a_no_workers_timeout_on_the_scheduler_ends_the_run_in_one_line(
     assert "no worker left on the cluster at" in text
     assert "Traceback" not in text, text[-3000:]
     assert not out.exists()
+
+
+def test_a_broadcast_scatter_leaves_the_jobs_client_connected(caplog):
+    """``scatter(..., broadcast=True)`` makes the scheduler publish an event it cannot
+    serialize (its ``replicate`` event holds its own worker objects) on its ``all``
+    topic. The job's client, which does not subscribe to that topic, stays connected and
+    computes on, and nothing is logged as an error."""
+    import numpy as np
+
+    from pulsnar_dask.dask_executor.connect import connect
+
+    with connect(n_workers=2) as client:
+        table = client.scatter((np.arange(100.0), np.arange(100)), broadcast=True)
+        assert client.submit(lambda t: float(t[0].sum()), table).result() == 4950.0
+        assert client.status == "running"
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 def test_an_error_that_is_not_the_clusters_is_not_called_a_lost_scheduler():

@@ -12,6 +12,7 @@ A config file (see ``cluster_configs/``) has a ``type`` and that type's options:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -192,61 +193,110 @@ def _close_failed_client() -> None:
         failed.close()
 
 
-class WorkerEvents:
-    """The scheduler's worker events, as the job's log tells them.
+WATCH_INTERVAL_S = 1.0  # how often the watch asks the scheduler for its workers
 
-    A handler for the scheduler's ``all`` events. Each worker lost unexpectedly (not
-    one retired or closed on purpose) is logged: Dask hands the tasks assigned to it
-    (running or queued there) back to the scheduler, which runs them elsewhere unless
-    they have died with ``allowed-failures`` workers already, and recomputes the results
-    only that worker held. The tasks are pure, so the answer does not change. When the
-    scheduler has no worker left after a removal, the run waits, as Dask does, for one
-    to join (a cluster that scales or restarts its workers brings one back); the log
-    says so, and says when one joins.
+
+class WorkerWatch:
+    """The cluster's workers, as the job's log tells of them.
+
+    Each worker lost unexpectedly (not one retired or closed on purpose) is logged from
+    the ``remove-worker`` event the scheduler sends to that worker's own topic: Dask
+    hands the tasks assigned to it (running or queued there) back to the scheduler,
+    which runs them elsewhere unless they have died with ``allowed-failures`` workers
+    already, and recomputes the results only that worker held. The tasks are pure, so
+    the answer does not change. The scheduler is asked for its workers every
+    :data:`WATCH_INTERVAL_S` seconds, to follow the workers that join and to see the
+    cluster left with none: the run then waits, as Dask does, for one to join (a cluster
+    that scales or restarts its workers brings one back); the log says so, and says when
+    one joins.
+
+    The watch does not subscribe to the scheduler's ``all`` topic: that topic carries
+    every event of the cluster, and one the scheduler cannot serialize (its
+    ``replicate`` event, after ``scatter(..., broadcast=True)``, holds its own worker
+    objects) closes the scheduler's stream to every client subscribed to it.
 
     Parameters
     ----------
     client : distributed.Client
-        The job's client, whose scheduler is asked for its workers after a removal.
+        The job's client.
 
     Attributes
     ----------
+    followed : set of str
+        The workers whose topics the watch has subscribed to.
+    workers : set of str
+        The workers the scheduler had when last asked.
     waiting : bool
         Whether the log has said that the run waits for a worker, and no worker has
         joined since.
     """
 
     def __init__(self, client: Client) -> None:
+        from tornado.ioloop import PeriodicCallback
+
         self.client = client
+        self.followed: set[str] = set()
+        self.workers: set[str] = set()
         self.waiting = False
+        self._poll = PeriodicCallback(self._ask, WATCH_INTERVAL_S * 1000)
 
-    async def __call__(self, event: tuple[float, Any]) -> None:
-        """Take one event: its time and message (only ``add-worker`` and
-        ``remove-worker`` messages are read). Runs on the client's event loop."""
-        _, msg = event
-        if not isinstance(msg, dict) or "worker" not in msg:
+    def start(self) -> None:
+        """Follow the workers there now and start asking (called on the job's thread)."""
+        self.workers = set(self.client.nthreads())
+        for address in self.workers:
+            self._follow(address)
+        if not self.workers:  # a batch system's workers still queued, say
+            self.waiting = True
+            logger.warning(
+                "no worker on the cluster at %s yet: the run waits for one to join",
+                self.client.scheduler.address,
+            )
+        self.client.loop.add_callback(self._poll.start)
+
+    def stop(self) -> None:
+        """Stop asking, and unsubscribe from every worker's topic where the client is
+        still connected."""
+        self.client.loop.add_callback(self._poll.stop)
+        if self.client.status == "running":
+            for address in list(self.followed):
+                self.client.unsubscribe_topic(address)
+
+    def _follow(self, address: str) -> None:
+        self.followed.add(address)
+        self.client.subscribe_topic(address, functools.partial(_log_lost, address))
+
+    async def _ask(self) -> None:
+        """Ask the scheduler for its workers (on the client's event loop)."""
+        try:
+            workers = set(await self.client.scheduler.ncores())
+        except Exception:  # a lost scheduler is the job's own error, told by the job
             return
-        if msg.get("action") == "add-worker" and self.waiting:
+        joined = sorted(workers - self.workers)
+        for address in joined:
+            if address not in self.followed:
+                self._follow(address)
+        self.workers = workers
+        if joined and self.waiting:
             self.waiting = False
-            logger.warning("worker %s joined: the run goes on", msg["worker"])
-        elif msg.get("action") == "remove-worker":
-            if not msg.get("expected"):
-                _log_lost(msg)
-            left = await self.client.scheduler.ncores()
-            if not left and not self.waiting:
-                self.waiting = True
-                logger.warning(
-                    "no worker left on the cluster at %s: the run waits for one to join "
-                    "(Ctrl-C stops it; nothing is written before the run completes)",
-                    self.client.scheduler.address,
-                )
+            logger.warning("worker %s joined: the run goes on", joined[0])
+        elif not workers and not self.waiting:
+            self.waiting = True
+            logger.warning(
+                "no worker left on the cluster at %s: the run waits for one to join "
+                "(Ctrl-C stops it; nothing is written before the run completes)",
+                self.client.scheduler.address,
+            )
 
 
-def _log_lost(msg: dict[str, Any]) -> None:
-    """Log a ``remove-worker`` message: the worker, the tasks it had been assigned (this
-    job's names, without their tokens) and the results it held."""
+def _log_lost(address: str, event: tuple[float, Any]) -> None:
+    """Log an event of worker ``address``'s topic where it is the worker's unexpected
+    removal: the tasks it had been assigned (this job's names, without their tokens)
+    and the results it held."""
     from dask.utils import key_split
 
+    _, msg = event
+    if not isinstance(msg, dict) or msg.get("action") != "remove-worker" or msg.get("expected"):
+        return
     # this job's own task names (cluster2-it0-fold3-<token>) without their token
     names = {
         re.sub(r"-[0-9a-f]{8,}$", "", k) if isinstance(k, str) else key_split(k)
@@ -256,7 +306,7 @@ def _log_lost(msg: dict[str, Any]) -> None:
     logger.warning(
         "worker %s lost: its %d assigned task(s)%s go back to the scheduler, and %d "
         "result(s) it held are recomputed",
-        msg["worker"],
+        address,
         len(msg.get("processing-tasks", ())),
         f" ({', '.join(assigned)})" if assigned else "",
         len(msg.get("lost-computed-tasks", ())),
@@ -393,15 +443,9 @@ def connect(
             raise PUError(f"cannot connect to the Dask scheduler at {target}: {exc}") from None
         gave_up = _NoReconnectError()
         logging.getLogger("distributed.client").addFilter(gave_up)
+        watch = WorkerWatch(client)
         try:
-            events = WorkerEvents(client)
-            client.subscribe_topic("all", events)
-            if not client.nthreads():  # a batch system's workers still queued, say
-                events.waiting = True
-                logger.warning(
-                    "no worker on the cluster at %s yet: the run waits for one to join",
-                    client.scheduler.address,
-                )
+            watch.start()
             yield client
         except Exception as exc:
             failure = cluster_failure(exc, client, target)
@@ -413,8 +457,7 @@ def connect(
                 # a client still trying to reconnect logs its cancelled attempt as an
                 # error with a traceback when closed: the user has been told already
                 reconnecting = client.status != "running"
-                if not reconnecting:  # or the scheduler sends this client its own leaving
-                    client.unsubscribe_topic("all")
+                watch.stop()
                 quiet = (
                     _silenced("distributed.client") if reconnecting else contextlib.nullcontext()
                 )
