@@ -83,50 +83,50 @@ def test_workers_killed_in_the_subproblems_and_the_retrain_change_nothing(
     assert undisturbed["alpha"] == pytest.approx(single_alpha, abs=1e-12)
 
 
-def test_a_cluster_left_with_no_worker_waits_for_one_and_goes_on(medium, single_alpha, tmp_path):
-    """The only worker SIGKILLed while the subproblems are scored: the run says that it
-    waits for a worker, goes on once one joins, and reads what one process reads."""
-    with ProcessCluster(tmp_path, n_workers=1) as cluster:
+def run_until_a_worker_joins(medium, tmp_path, n_workers, until) -> tuple[str, dict, str]:
+    """A PULSNAR run (seed 1) on an external cluster of ``n_workers``, ``until(cluster,
+    log)`` called once it has started and a worker added after it: the run's log, its
+    summary and the scheduler's address, once it has completed (asserted)."""
+    with ProcessCluster(tmp_path, n_workers=n_workers) as cluster:
         log = tmp_path / "run.log"
         proc = start_cli(
             ["run", "--input", str(medium), "--method", "pulsnar", "--seed", "1",
              "--out", str(tmp_path / "out"), "--scheduler", cluster.address],
             log,
         )  # fmt: skip
-        wait_for_text(log, "scoring:")
-        cluster.workers[0].send_signal(signal.SIGKILL)
-        wait_for_text(log, "no worker left on the cluster")
+        until(cluster, log)
         cluster.workers.append(cluster.add_worker())
         out, _ = proc.communicate(timeout=600)
     text = log.read_text()
     assert proc.returncode == 0, text[-3000:]
-    assert f"no worker left on the cluster at {cluster.address}: the run waits" in text
     assert text.count("joined: the run goes on") == 1, text[-3000:]
+    return text, json.loads(out.strip().splitlines()[-1]), cluster.address
+
+
+def test_a_cluster_left_with_no_worker_waits_for_one_and_goes_on(medium, single_alpha, tmp_path):
+    """The only worker SIGKILLed while the subproblems are scored: the run says that it
+    waits for a worker, goes on once one joins, and reads what one process reads."""
+
+    def kill_the_only_worker(cluster: ProcessCluster, log: Path) -> None:
+        wait_for_text(log, "scoring:")
+        cluster.workers[0].send_signal(signal.SIGKILL)
+        wait_for_text(log, "no worker left on the cluster")
+
+    text, summary, address = run_until_a_worker_joins(medium, tmp_path, 1, kill_the_only_worker)
+    assert f"no worker left on the cluster at {address}: the run waits" in text
     assert "Traceback" not in text
-    assert json.loads(out.strip().splitlines()[-1])["alpha"] == pytest.approx(
-        single_alpha, abs=1e-12
-    )
+    assert summary["alpha"] == pytest.approx(single_alpha, abs=1e-12)
 
 
 def test_a_cluster_with_no_worker_yet_is_waited_for(medium, single_alpha, tmp_path):
     """A scheduler with no worker when the run connects (a batch system's workers still
     queued): the run says that it waits, and goes on once one joins."""
-    with ProcessCluster(tmp_path, n_workers=0) as cluster:
-        log = tmp_path / "run.log"
-        proc = start_cli(
-            ["run", "--input", str(medium), "--method", "pulsnar", "--seed", "1",
-             "--out", str(tmp_path / "out"), "--scheduler", cluster.address],
-            log,
-        )  # fmt: skip
+
+    def told_it_waits(cluster: ProcessCluster, log: Path) -> None:
         wait_for_text(log, f"no worker on the cluster at {cluster.address} yet")
-        cluster.workers.append(cluster.add_worker())
-        out, _ = proc.communicate(timeout=600)
-    text = log.read_text()
-    assert proc.returncode == 0, text[-3000:]
-    assert text.count("joined: the run goes on") == 1, text[-3000:]
-    assert json.loads(out.strip().splitlines()[-1])["alpha"] == pytest.approx(
-        single_alpha, abs=1e-12
-    )
+
+    _, summary, _ = run_until_a_worker_joins(medium, tmp_path, 0, told_it_waits)
+    assert summary["alpha"] == pytest.approx(single_alpha, abs=1e-12)
 
 
 def run_killed_at_scoring(medium, tmp_path, kill, n_workers=2) -> tuple[int, str, Path]:
