@@ -42,6 +42,8 @@ STAGES = {
     "classification:": "retrain",  # with true labels, the metrics' PULSCAR baseline beside it
     "writing the predictions": "outputs",
 }
+# Stages whose worker peak grows with the whole table's rows, not with a worker's share.
+WHOLE_TABLE = {"interval"}
 
 
 def stage_spans(summary: dict) -> list[tuple[str, float, float]]:
@@ -264,10 +266,6 @@ def write(
     if len(stages) >= 2:
         lines += projection(args, table, stages)
     write_result(RESULTS / f"{args.name}.md", "\n".join(lines))
-
-
-# stages whose worker peak grows with the whole table's rows, not with a worker's share
-WHOLE_TABLE = {"interval"}
 
 
 def projection(args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFrame) -> list:
