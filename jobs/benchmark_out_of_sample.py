@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import RESULTS, SUBTYPE_SETS, build, write_result
+from common import HELD_OUT_SUBTYPE_SETS, RESULTS, SUBTYPE_SETS, build, write_result
 
 import pulsnar_dask
 from pulsnar_dask import PULSNAR
@@ -64,6 +64,13 @@ FAMILIES: dict[str, tuple[str, tuple[float, ...]]] = {
     "SNAR_shuttle": ("SNAR real", (0.05, 0.15)),
     **{f"SNAR_{s}": ("SNAR real", (0.05, 0.3)) for s in SUBTYPE_SETS if s != "shuttle"},
 }
+# the held-out panel: tables no setting is chosen on, fitted only to judge a choice
+HELD_OUT: dict[str, tuple[str, tuple[float, ...]]] = {
+    **{f"SCAR_{s}": ("held-out SCAR", (0.05, 0.3)) for s in ("spambase", "german", "chess")},
+    **{f"SCARSUB_{s}": ("held-out SCARSUB", (0.05, 0.3)) for s in HELD_OUT_SUBTYPE_SETS},
+    **{f"SNAR_{s}": ("held-out SNAR", (0.05, 0.3)) for s in HELD_OUT_SUBTYPE_SETS},
+}
+GROUPS = {family: group for family, (group, _) in {**FAMILIES, **HELD_OUT}.items()}
 
 
 class _Warnings(logging.Handler):
@@ -98,7 +105,7 @@ def _plain(value):
 
 def fit_one(family: str, fraction: float, seed: int, commit: str) -> dict:
     """One run's record (``error``: the run could not be built)."""
-    head = {"set": family, "group": FAMILIES[family][0], "frac": fraction, "seed": seed}
+    head = {"set": family, "group": GROUPS[family], "frac": fraction, "seed": seed}
     try:
         data, categorical = build(family, fraction, seed)
     except ValueError as exc:  # too few positives to hide that many
@@ -141,7 +148,7 @@ def fit(families: list[str], seeds: list[int], out: Path) -> None:
     with out.open("a") as sink:
         for seed in seeds:
             for family in families:
-                for fraction in FAMILIES[family][1]:
+                for fraction in {**FAMILIES, **HELD_OUT}[family][1]:
                     if (family, fraction, seed) in done:
                         continue
                     run = fit_one(family, fraction, seed, commit)
@@ -208,7 +215,8 @@ def read_run(run: dict, setting: dict) -> dict:
         method = "pulsnar" if z > setting["mix_z"] else "pulscar"
         alpha = evidence["readings"][method]
         spans = [method]
-        if abs(z - setting["mix_z"]) < setting["band"]:
+        # an infinite band leaves every run undecided, whatever the threshold
+        if setting["band"] == np.inf or abs(z - setting["mix_z"]) < setting["band"]:
             other = "pulscar" if method == "pulsnar" else "pulsnar"
             spans.append(other)
             if setting["point"] == "middle":
@@ -284,28 +292,34 @@ def figures(reads: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def read_as_ran(run: dict) -> dict:
+    """One recorded fit as it ran (its alpha, interval and warnings): :func:`read_run`'s
+    figures for a commit's own defaults."""
+    warned = any(
+        any(key in w for key in (*HONEST, "overlap (implied AUC")) for w in run["warnings"]
+    )
+    error = abs(run["alpha"] - run["true"])
+    miss = max(run["low"] - run["true"], run["true"] - run["high"], 0.0)
+    return {
+        "method": run["method"],
+        "error": error,
+        "covered": miss == 0,
+        "width": run["high"] - run["low"],
+        "score": run["high"] - run["low"] + 2 / 0.05 * miss,
+        "warned": warned,
+        "confident_wrong": error > CONFIDENT_ERROR and miss > 0 and not warned,
+        "false_alarm": warned and error < SMALL_ERROR,
+    }
+
+
+def read_all_as_ran(runs: pd.DataFrame) -> pd.DataFrame:
+    reads = pd.DataFrame([read_as_ran(run) for run in runs.to_dict("records")])
+    return pd.concat([runs[["set", "group", "frac", "seed"]].reset_index(drop=True), reads], axis=1)
+
+
 def before_figures(before: pd.DataFrame) -> pd.DataFrame:
     """An earlier commit's defaults as they ran (alpha, interval and warnings recorded)."""
-    rows = []
-    for run in before.to_dict("records"):
-        warned = any(
-            any(key in w for key in (*HONEST, "overlap (implied AUC")) for w in run["warnings"]
-        )
-        error = abs(run["alpha"] - run["true"])
-        miss = max(run["low"] - run["true"], run["true"] - run["high"], 0.0)
-        rows.append(
-            {
-                "set": run["set"],
-                "error": error,
-                "covered": miss == 0,
-                "width": run["high"] - run["low"],
-                "warned": warned,
-                "confident_wrong": error > CONFIDENT_ERROR and miss > 0 and not warned,
-                "false_alarm": warned and error < SMALL_ERROR,
-                "method": run["method"],
-            }
-        )
-    return figures(pd.DataFrame(rows))
+    return figures(read_all_as_ran(before))
 
 
 def _records(path: Path) -> pd.DataFrame:
@@ -336,12 +350,13 @@ COUNTS = ("runs", "confident_wrong", "false_alarms", "confident_wrong_before")
 
 def _grouped(frame: pd.DataFrame) -> pd.DataFrame:
     """Per family group: counts summed over its families, other figures their mean."""
-    groups = frame.groupby([FAMILIES[f][0] for f in frame.index], sort=False)
+    groups = frame.groupby([GROUPS[f] for f in frame.index], sort=False)
     return groups.agg({c: "sum" if c in COUNTS else "mean" for c in frame.columns})
 
 
 def table(runs_path: Path, before_path: Path | None, name: str) -> None:
     runs = _records(runs_path)
+    runs = runs[runs.set.isin(FAMILIES)].reset_index(drop=True)  # never the held-out panel
     grid = settings_grid()
     best, held_out = choose(runs, grid)
     reported = runs[runs.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
@@ -424,20 +439,110 @@ def table(runs_path: Path, before_path: Path | None, name: str) -> None:
     print("\n".join(lines))
 
 
+# what the held-out panel judges besides the candidate's chosen setting (its readings)
+HELD_OUT_READINGS = {
+    "PULSCAR alone": {"mix_z": np.inf, "band": 0.0},
+    "PULSCAR, spanning PULSNAR where they differ": {"mix_z": np.inf, "band": np.inf},
+    "PULSNAR alone": {"mix_z": -np.inf, "band": 0.0},
+}
+
+
+def held_out_losses(reads: pd.DataFrame) -> tuple[pd.Series, float]:
+    """Per family :func:`family_losses`, and their mean with every group weighing alike."""
+    losses = family_losses(reads)
+    by_group = losses.groupby([GROUPS[f] for f in losses.index]).mean()
+    return losses, float(by_group.mean())
+
+
+def confirm(runs_path: Path, held_out_path: Path, defaults_path: Path, name: str) -> None:
+    """Judge on the held-out panel the setting chosen on every family of ``runs_path``
+    (seeds 0-4), beside PULSCAR and PULSNAR alone, PULSCAR with an interval that spans
+    PULSNAR's readings where they differ (warned), and a commit's defaults as they ran
+    (``defaults_path``), on the runs both fits hold of seeds 5-9."""
+    visible = _records(runs_path)
+    best, _ = choose(visible[visible.set.isin(FAMILIES)].reset_index(drop=True), settings_grid())
+    held = _records(held_out_path)
+    defaults = _records(defaults_path)
+    held = held[held.seed.isin(REPORTED_SEEDS)].merge(defaults[KEYS], on=KEYS)
+    defaults = defaults.merge(held[KEYS], on=KEYS)
+    configs = {
+        f"defaults of {', '.join(sorted(defaults.commit.unique()))}": read_all_as_ran(defaults),
+        f"candidate ({_setting_text(best)})": read_all(held, best),
+        **{label: read_all(held, {**best, **s}) for label, s in HELD_OUT_READINGS.items()},
+    }
+    lines = [
+        "# The held-out panel: a choice made on the other families, judged on tables no "
+        "setting was chosen on",
+        "",
+        f"Candidate fits of commit {', '.join(sorted(held.commit.unique()))}, its setting "
+        f"chosen on seeds 0-4 of every family of `{runs_path.name}`; {len(held)} runs of "
+        f"seeds {', '.join(map(str, sorted(held.seed.unique())))} on "
+        f"{held.set.nunique()} held-out families (benchmarks/realdata.py, HELD_OUT_SETS), "
+        "each run fitted by both commits. `loss` is the job's (MAE + 0.1 x interval score "
+        "+ 0.05 x false alarms + 0.25 x confident wrong runs); `overall` weighs the three "
+        "groups alike.",
+        "",
+        "| configuration | group | runs | MAE | cover | width | unwarned width | "
+        "conf. wrong | warned | false alarms | PULSCAR | loss |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows, per_family = [], {}
+    for label, reads in configs.items():
+        losses, overall = held_out_losses(reads)
+        frame = figures(reads).join(losses.rename("loss"))
+        per_family[label] = frame
+        grouped = _grouped(frame)
+        for group, row in grouped.iterrows():
+            lines.append(
+                f"| {label} | {group} | {int(row.runs)} | {row.mae:.4f} | {row.coverage:.0%} | "
+                f"{row.width:.3f} | {row.unwarned_width:.3f} | {int(row.confident_wrong)} | "
+                f"{row.warned:.0%} | {int(row.false_alarms)} | {row.pulscar:.0%} | "
+                f"{row.loss:.4f} |"
+            )
+        rows.append({"configuration": label, "overall_loss": overall})
+        lines.append(f"| {label} | overall | {len(reads)} | {reads.error.mean():.4f} | "
+                     f"{reads.covered.mean():.0%} | {reads.width.mean():.3f} | - | "
+                     f"{int(reads.confident_wrong.sum())} | {reads.warned.mean():.0%} | "
+                     f"{int(reads.false_alarm.sum())} | - | {overall:.4f} |")  # fmt: skip
+    lines += ["", "Per family, MAE (confident wrong runs):", ""]
+    labels = list(per_family)
+    lines += ["| family | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    for family in per_family[labels[0]].index:
+        cells = [
+            f"{row.mae:.4f} ({int(row.confident_wrong)})"
+            for row in (per_family[k].loc[family] for k in labels)
+        ]
+        lines.append(f"| {family} | " + " | ".join(cells) + " |")
+    pd.concat({k: v for k, v in per_family.items()}, names=["configuration", "set"]).to_csv(
+        RESULTS / f"{name}.csv"
+    )
+    write_result(RESULTS / f"{name}.md", "\n".join(lines))
+    print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     fitting = sub.add_parser("fit", help="fit the runs, one JSON line each")
     fitting.add_argument("--seeds", type=int, nargs="+", required=True)
-    fitting.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
+    fitting.add_argument(
+        "--families", nargs="+", default=list(FAMILIES), choices=[*FAMILIES, *HELD_OUT]
+    )
     fitting.add_argument("--out", type=Path, required=True)
     tabling = sub.add_parser("table", help="choose settings out of sample and report")
     tabling.add_argument("--runs", type=Path, required=True)
     tabling.add_argument("--before", type=Path, help="an earlier commit's fits of the same runs")
     tabling.add_argument("--name", default="out_of_sample", help="results files' name")
+    confirming = sub.add_parser("confirm", help="judge the chosen setting on the held-out panel")
+    confirming.add_argument("--runs", type=Path, required=True, help="the candidate's fits")
+    confirming.add_argument("--held-out", type=Path, required=True, help="its held-out fits")
+    confirming.add_argument("--defaults", type=Path, required=True, help="defaults' held-out fits")
+    confirming.add_argument("--name", default="held_out", help="results files' name")
     args = parser.parse_args()
     if args.command == "fit":
         fit(args.families, args.seeds, args.out)
+    elif args.command == "confirm":
+        confirm(args.runs, args.held_out, args.defaults, args.name)
     else:
         table(args.runs, args.before, args.name)
 

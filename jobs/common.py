@@ -25,13 +25,15 @@ from pulsnar_dask.io import write_pu_parquet
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the harness, benchmarks/, is imported from the repository root
 
-from benchmarks.realdata import REAL_SETS, scar_pu_data  # noqa: E402
+from benchmarks.realdata import HELD_OUT_SETS, REAL_SETS, scar_pu_data  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 DATA = ROOT.parent / "shared" / "data"  # the real data sets (its README)
 CLI = [sys.executable, "-m", "pulsnar_dask"]
 # the real SNAR tables whose positive classes are subtypes (SCARSUB_*: hidden at one rate)
 SUBTYPE_SETS = ("segment", "digits", "gas", "shuttle", "avila")
+# the held-out panel's SNAR tables (benchmarks.realdata.HELD_OUT_SETS), SCARSUB_* alike
+HELD_OUT_SUBTYPE_SETS = ("pendigits", "satimage", "vehicle", "contraceptive")
 
 
 def build(family: str, fraction: float, seed: int):
@@ -39,14 +41,15 @@ def build(family: str, fraction: float, seed: int):
     if family in ("SNAR_synthetic", "SCAR_synthetic"):
         scenario = family.split("_")[0].lower()
         return make_pu_data(scenario, 2000, 6000, 50, fraction, random_state=seed), None
+    sets = {**REAL_SETS, **HELD_OUT_SETS}
     if family.startswith("SCARSUB_"):
-        real = REAL_SETS["SNAR_" + family.removeprefix("SCARSUB_")]
+        real = sets["SNAR_" + family.removeprefix("SCARSUB_")]
         X, classes = real.read(Path(DATA) / real.folder)
         values, sizes = np.unique(classes, return_counts=True)
         # the SNAR construction's negative class: shuttle's 1, elsewhere the largest
         negative = 1 if family == "SCARSUB_shuttle" else int(values[np.argmax(sizes)])
         return scar_pu_data(X, classes != negative, fraction, seed), None
-    real = REAL_SETS[family]
+    real = sets[family]
     return real.pu_data(DATA, fraction, seed), [f"x{i}" for i in real.categorical] or None
 
 

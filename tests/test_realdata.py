@@ -114,3 +114,20 @@ def test_readers_parse_each_file_format(tmp_path):
     assert np.bincount(classes).tolist() == [330] * 7
     # intensity-mean is the mean of the raw red, green and blue means
     np.testing.assert_allclose(X[:, 8], X[:, 9:12].mean(axis=1), atol=1e-3)
+
+
+def test_held_out_panel_reads_its_bundled_tables_and_builds_both_constructions():
+    from benchmarks.realdata import HELD_OUT_SETS, read_bundled
+
+    assert set(HELD_OUT_SETS).isdisjoint(REAL_SETS)
+    X, classes = read_bundled("vehicle")
+    assert X.shape == (846, 18) and X.dtype == np.float32
+    assert np.bincount(classes).tolist() == [218, 212, 217, 199]  # bus, opel, saab, van
+    X, classes = read_bundled("german")  # text columns as codes in order of appearance
+    assert X.shape == (1000, 20) and np.bincount(classes).tolist() == [700, 300]
+    assert X[:3, 0].tolist() == [0, 1, 2]  # A11, A12, A14
+    for name, spec in HELD_OUT_SETS.items():
+        d = spec.pu_data("", 0.3, random_state=5)  # bundled: no data folder is read
+        assert name.lower().startswith(spec.scenario)
+        assert abs(d.true_alpha - 0.3) < 0.002, name
+        assert all(np.unique(d.X[:, c]).size < 20 for c in spec.categorical), name
