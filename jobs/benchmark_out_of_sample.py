@@ -46,11 +46,19 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import HELD_OUT_SUBTYPE_SETS, RESULTS, SUBTYPE_SETS, build, write_result
+from common import (
+    HELD_OUT_SUBTYPE_SETS,
+    RESULTS,
+    SUBTYPE_SETS,
+    build,
+    config_from_settings,
+    write_result,
+)
 
 import pulsnar_dask
 from pulsnar_dask import PULSNAR
 from pulsnar_dask.core.interval import Z_95
+from pulsnar_dask.estimators import CLUSTER_SETTINGS
 from pulsnar_dask.pipeline.result import OVERLAP_AUC
 
 # family -> its group (the acceptance figures are per group) and the fractions it is built at
@@ -103,8 +111,11 @@ def _plain(value):
     return value
 
 
-def fit_one(family: str, fraction: float, seed: int, commit: str) -> dict:
-    """One run's record (``error``: the run could not be built)."""
+def fit_one(
+    family: str, fraction: float, seed: int, commit: str, settings: dict | None = None
+) -> dict:
+    """One run's record (``error``: the run could not be built); ``settings``: PULSNAR
+    parameters other than the defaults, recorded with the run."""
     head = {"set": family, "group": GROUPS[family], "frac": fraction, "seed": seed}
     try:
         data, categorical = build(family, fraction, seed)
@@ -115,7 +126,9 @@ def fit_one(family: str, fraction: float, seed: int, commit: str) -> dict:
     logging.getLogger("pulsnar_dask").addHandler(caught)
     start = time.perf_counter()
     try:
-        est = PULSNAR(random_state=seed, n_jobs=2, categorical_features=categorical)
+        est = PULSNAR(
+            random_state=seed, n_jobs=2, categorical_features=categorical, **(settings or {})
+        )
         est.fit(data.X, labels)
     finally:
         logging.getLogger("pulsnar_dask").removeHandler(caught)
@@ -135,10 +148,11 @@ def fit_one(family: str, fraction: float, seed: int, commit: str) -> dict:
         "U": int(np.sum(labels == 0)),
         "sec": round(time.perf_counter() - start, 1),
         "commit": commit,
+        **({"settings": settings} if settings else {}),
     }
 
 
-def fit(families: list[str], seeds: list[int], out: Path) -> None:
+def fit(families: list[str], seeds: list[int], out: Path, settings: dict | None = None) -> None:
     done = set()
     if out.exists():
         for line in out.read_text().splitlines():
@@ -151,7 +165,7 @@ def fit(families: list[str], seeds: list[int], out: Path) -> None:
                 for fraction in {**FAMILIES, **HELD_OUT}[family][1]:
                     if (family, fraction, seed) in done:
                         continue
-                    run = fit_one(family, fraction, seed, commit)
+                    run = fit_one(family, fraction, seed, commit, settings)
                     sink.write(json.dumps(run) + "\n")
                     sink.flush()
                     print(
@@ -529,6 +543,14 @@ def main() -> None:
         "--families", nargs="+", default=list(FAMILIES), choices=[*FAMILIES, *HELD_OUT]
     )
     fitting.add_argument("--out", type=Path, required=True)
+    fitting.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="OPTION=JSON",
+        help="a PULSNAR parameter other than its default (a rule turned off: "
+        "valley_depth=0, cluster_split=null, claim_overlap=1)",
+    )
     tabling = sub.add_parser("table", help="choose settings out of sample and report")
     tabling.add_argument("--runs", type=Path, required=True)
     tabling.add_argument("--before", type=Path, help="an earlier commit's fits of the same runs")
@@ -540,7 +562,14 @@ def main() -> None:
     confirming.add_argument("--name", default="held_out", help="results files' name")
     args = parser.parse_args()
     if args.command == "fit":
-        fit(args.families, args.seeds, args.out)
+        names = [item.partition("=")[0].strip() for item in args.set]
+        config = config_from_settings(
+            args.set,
+            f"--set {' '.join(args.set)}",
+            CLUSTER_SETTINGS,
+            " (a PULSNAR cluster setting)",
+        )
+        fit(args.families, args.seeds, args.out, {n: getattr(config, n) for n in names})
     elif args.command == "confirm":
         confirm(args.runs, args.held_out, args.defaults, args.name)
     else:
