@@ -17,50 +17,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pulsnar_dask.core.alpha import VALLEY_MAX_LABELED_BELOW
 from pulsnar_dask.core.calibration import expected_calibration_error, reliability_curve
 from pulsnar_dask.core.interval import Z_95
 from pulsnar_dask.pipeline.result import (
     OVERLAP_AUC,
-    SEPARATED_READING,
     WEAK_PU_AUC,
     JobResult,
     headline,
-    rescored_of,
-    valley_of,
 )
 
 MAX_PANELS = 6
-
-
-def _valley_note(valley: dict | None) -> str:
-    """The dip of the unlabeled rows' scores that auto looked for, as the method row says it."""
-    if not valley:
-        return ""
-    if valley["depth"] >= 1:
-        return "; the unlabeled rows' scores show no dip below the labeled positives"
-    note = (
-        f"; the unlabeled rows' scores dip to {valley['depth']:.2f} of the negatives' peak at "
-        f"probability {valley['cut']:.3g}, {valley['labeled_below']:.1%} of the labeled "
-        "positives below it"
-    )
-    if not valley["credible"]:
-        note += (
-            f": not plain enough to read alpha there (a dip to {valley['max_depth']:g} or "
-            f"less, below all but {VALLEY_MAX_LABELED_BELOW:.0%} of them)"
-        )
-    if second := valley.get("rescored"):
-        note += (
-            f"; scored again against the {second['reliable_negatives']:,} unlabeled rows "
-            f"below all but {VALLEY_MAX_LABELED_BELOW:.0%} of them, the scores dip to "
-            f"{second['depth']:.2f} at probability {second['cut']:.3g}"
-            + (
-                ", where alpha was read"
-                if second["credible"]
-                else ": not plain enough, so alpha was read at the first dip"
-            )
-        )
-    return note
 
 
 def _png(fig: plt.Figure) -> bytes:
@@ -97,13 +63,9 @@ def densities_plot(result: JobResult) -> bytes:
             label=rf"$\alpha f_p$, $\alpha$={est.alpha:.4f}",
         )
         ax.axvline(0.5, color="grey", lw=0.6, ls=":")
-        if est.estimator == "valley":
-            ax.axvline(est.tail_thresholds[0], color="tab:red", ls="--", label="valley cut")
         ax.set_yscale("log")
         ax.set_ylim(max(1e-5, float(est.density_unlabeled.min()) / 2), 1.0)
         name = "PULSCAR" if result.method == "pulscar" else f"cluster {i + 1}"
-        if rescored_of(result.method_evidence):
-            name = "positives against the rows below the dip"
         ax.set_title(f"{name} (bw {est.bandwidth:.3f}, {est.n_bins} bins)", fontsize=9)
         ax.set_xlabel("probability")
         ax.legend(fontsize=7)
@@ -319,27 +281,6 @@ def plain_reading(summary: dict[str, Any]) -> str:
             names = ", ".join(map(str, group[:-1])) + f" and {group[-1]}"
             text += f"; subtypes {names} claim the same unlabeled rows, counted once"
         text += ". "
-    elif valley := valley_of(summary):
-        text += (
-            "The classifier's scores of the unlabeled rows dip between the negatives and "
-            f"the labeled positives (to {valley['depth']:.2f} of the negatives' peak, below "
-            f"all but {valley['labeled_below']:.1%} of the {summary['n_positive']:,} labeled "
-            "positives)"
-        )
-        if second := rescored_of(summary.get("method_evidence")):
-            text += (
-                ". A second classifier, the labeled positives against the "
-                f"{second['reliable_negatives']:,} unlabeled rows scored below nearly all of "
-                "them, learns what the negatives look like, so negatives that the first "
-                "scored past its dip fall back below; its scores dip too (to "
-                f"{second['depth']:.2f}), and alpha was read at that dip"
-            )
-        else:
-            text += ": alpha was read there"
-        text += (
-            ", as the share of unlabeled rows above the dip, which counts the hidden "
-            "positives of every kind however rarely each is labeled. "
-        )
     else:
         text += (
             f"The {summary['n_positive']:,} labeled positives were read as one group: as "
@@ -355,49 +296,20 @@ def plain_reading(summary: dict[str, Any]) -> str:
             )
     readings = summary.get("interval_readings", {})
     reader = summary["settings"]["alpha_estimator"]
-    if valley_of(summary) and f"pulsnar {reader}" in readings:
-        text += (
-            "The interval also spans PULSNAR's clusters, each read as if labeled at one "
-            f"rate (alpha {readings[f'pulsnar {reader}']['alpha']:.3f}); where subtypes "
-            "labeled at different rates share a cluster, that reading is low. "
-        )
-    elif f"pulscar {reader}" in readings and f"pulsnar {reader}" in readings:
+    if f"pulscar {reader}" in readings and f"pulsnar {reader}" in readings:
         text += (
             "The interval spans both ways positives may have been labeled: at random "
-            f"(PULSCAR reads alpha {readings[f'pulscar {reader}']['alpha']:.3f}) or at rates "
-            f"that depend on the subtype (PULSNAR reads "
-            f"{readings[f'pulsnar {reader}']['alpha']:.3f}); the data chose "
-            f"{summary['method'].upper()}. "
+            f"(PULSCAR reads alpha {readings[f'pulscar {reader}']['alpha']:.3f}, the "
+            f"estimate) or at rates that depend on the subtype (the "
+            f"{summary['method_evidence']['n_clusters']} clusters, read as PULSNAR reads them, "
+            f"give {readings[f'pulsnar {reader}']['alpha']:.3f}). "
         )
-    if SEPARATED_READING in readings:
-        separated = summary["method_evidence"]["separated"]
-        text += (
-            "It also spans alpha read as if positives and negatives did not overlap "
-            f"({readings[SEPARATED_READING]['alpha']:.3f}): a second classifier, the labeled "
-            f"positives against the {separated['reliable_negatives']:,} unlabeled rows least "
-            "like them, counts the unlabeled rows it finds more like the positives (an "
-            "adjusted count). That needs no subtypes, but it counts every negative that "
-            "resembles a positive too. "
-        )
-        if separated.get("extends_interval"):
-            above = separated["alpha"] >= summary["alpha_interval"][1]  # set the upper end
+        if summary["method_evidence"].get("readings_differ"):
             text += (
-                f"It lies {'above' if above else 'below'} every other reading, and the "
-                "interval reaches it"
+                "The two lie further apart than their noise, and the data cannot tell which "
+                "way the positives were labeled: if each kind was labeled at its own rate, "
+                "alpha is nearer the clusters' reading. "
             )
-            if not above:
-                text += (
-                    ": either some cluster counts negatives that resemble its positives, or "
-                    "hidden positives of a rarely labeled kind lie among the rows least like "
-                    "the labeled ones, and the data cannot tell which. "
-                )
-            elif summary.get("alpha_may_be_high"):
-                text += "; the classes overlap here (below), which makes this count high too. "
-            else:
-                text += (
-                    ": either the clusters miss positives of kinds labeled more rarely than "
-                    "the rest, or the classes overlap, and the data cannot tell which. "
-                )
     auc = min(summary["pu_auc"])
     text += (
         f"The classifier told labeled positives from unlabeled rows {_separation(auc)} "
@@ -469,16 +381,14 @@ def _diagnostics(summary: dict[str, Any]) -> str:
         )
     evidence = summary.get("method_evidence")
     if evidence:
-        noise = evidence.get("sampling_noise")
-        within = "" if noise is None else f" or within {noise:.3f}, sampling alone under SCAR"
+        differ = evidence.get("readings_differ")
         rows.append(
             (
                 "method",
-                f"auto chose <strong>{summary['method'].upper()}</strong>: "
+                f"auto reads <strong>{summary['method'].upper()}</strong>: "
                 f"{html.escape(evidence['reason'])} ({evidence['n_clusters']} cluster(s) of "
-                f"positives; subtype-mix distance {evidence['subtype_mix_distance']:.3f}, "
-                f"PULSCAR below {evidence['threshold']:g}{within}"
-                + _valley_note(evidence.get("valley"))
+                "positives"
+                + ("; the two readings differ beyond their noise: SCAR or SNAR" if differ else "")
                 + ")",
             )
         )
@@ -487,8 +397,7 @@ def _diagnostics(summary: dict[str, Any]) -> str:
     if "alpha_interval" in summary:
         low, high = summary["alpha_interval"]
         spans = ", ".join(
-            f"{name} {r['alpha']:.3f}"
-            + ("" if name == SEPARATED_READING else f" &plusmn; {Z_95 * r['sd']:.3f}")
+            f"{name} {r['alpha']:.3f} &plusmn; {Z_95 * r['sd']:.3f}"
             for name, r in summary["interval_readings"].items()
         )
         rows.append(

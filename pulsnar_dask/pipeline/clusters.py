@@ -46,8 +46,7 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
     -------
     (reading, pulscar)
         PULSNAR's reading, and PULSCAR's subproblem in each iteration where it was scored
-        and more than one cluster remains (else empty; ``reading.pulscar_first`` is its
-        first).
+        and more than one cluster remains (else empty).
     """
     features, iterations = job.features, job.iterations
     job.stage("PULSNAR: importance model and clustering of the positives")
@@ -92,7 +91,6 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
     # one cluster left uncut is read as without the cut (its PULSCAR scoring unused)
     if not (compare and reading.n_clusters > 1):
         return reading, []
-    reading.pulscar_first = pulscar[0]
     return reading, pulscar
 
 

@@ -42,7 +42,7 @@ class Diagnostics:
 def diagnose(reading: Reading) -> Diagnostics:
     """Check the reading's classifiers, warning where alpha is poorly identified, where a
     feature may record the label and where positives and negatives overlap."""
-    checked = [reading.pulscar_first] if reading.at_valley else reading.first
+    checked = reading.first
     for i, r in enumerate(checked):
         if r.pu_auc < WEAK_PU_AUC:
             logger.warning(
@@ -63,11 +63,10 @@ def diagnose(reading: Reading) -> Diagnostics:
             leading_feature,
         )
     # the subproblem over every positive: PULSCAR's, or the one cluster's
-    over_all = reading.first[0] if len(reading.first) == 1 else reading.pulscar_first
+    over_all = reading.first[0] if len(reading.first) == 1 else None
     negative_auc = None
     if over_all is not None:  # to 3 decimals: what is printed is what is compared
-        pu_auc = (checked[0] if reading.at_valley else over_all).pu_auc
-        implied = implied_negative_auc(pu_auc, over_all.alpha)
+        implied = implied_negative_auc(over_all.pu_auc, over_all.alpha)
         negative_auc = None if np.isnan(implied) else round(implied, 3)
     if overlaps(negative_auc):
         logger.warning(

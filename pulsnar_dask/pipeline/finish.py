@@ -24,7 +24,7 @@ from pulsnar_dask.core.subproblem import (
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.executor import ScoreRequest
 from pulsnar_dask.pipeline.job import Job, Reading
-from pulsnar_dask.pipeline.method_choice import spanning_separated
+from pulsnar_dask.pipeline.method_choice import readings_differ
 
 logger = logging.getLogger(__name__)
 
@@ -54,13 +54,7 @@ class Alphas:
 def read_alphas(job: Job, reading: Reading) -> Alphas:
     """Each iteration's alpha, with clusters that claim the same unlabeled rows counted
     once (:func:`~pulsnar_dask.core.subproblem.subproblems_alpha`)."""
-    first_read = reading.first_read
-    readings = [
-        first_read[1]
-        if first_read is not None and it is first_read[0]
-        else subproblems_alpha(it, job.config.claim_overlap)
-        for it in reading.per_iteration
-    ]
+    readings = [subproblems_alpha(it, job.config.claim_overlap) for it in reading.per_iteration]
     alphas = [a for a, _ in readings]
     cluster_groups = None
     if reading.method == "pulsnar" and reading.n_clusters > 1:
@@ -79,8 +73,9 @@ def read_alphas(job: Job, reading: Reading) -> Alphas:
 
 def interval_of(job: Job, reading: Reading, alphas: list[float]) -> AlphaInterval | None:
     """The 95% interval (:func:`~pulsnar_dask.core.interval.alpha_interval`) over the
-    readings of both assumptions where auto weighed them, and the separated-classes
-    reading where auto kept the clusters; None with ``interval_resamples=0``."""
+    readings of both assumptions where auto scored the clusters beside PULSCAR (whose
+    readings :func:`~pulsnar_dask.pipeline.method_choice.readings_differ` then weighs);
+    None with ``interval_resamples=0``."""
     config = job.config
     if not config.interval_resamples:
         return None
@@ -89,13 +84,9 @@ def interval_of(job: Job, reading: Reading, alphas: list[float]) -> AlphaInterva
     if reading.alternative:
         other = "pulscar" if reading.method == "pulsnar" else "pulsnar"
         assumptions[other] = reading.alternative
-    interval = alpha_interval(
-        assumptions, config, job.seed, alphas, job.executor.map,
-        readers={"pulscar": ("valley",)} if reading.at_valley else None,
-    )  # fmt: skip
-    separated = (reading.evidence or {}).get("separated") if reading.method == "pulsnar" else None
-    if separated and separated["alpha"] is not None:
-        interval = spanning_separated(interval, separated)
+    interval = alpha_interval(assumptions, config, job.seed, alphas, job.executor.map)
+    if reading.alternative:
+        readings_differ(interval, reading.evidence, config.alpha_estimator)
     job.mark("interval")
     return interval
 
@@ -149,11 +140,9 @@ def outputs_of(
         components = subproblem_components(first, per_subproblem)
         return Outputs(probability, calibrated, None, None, components, model_map)
     # with true labels, the PU classifier the retrain is compared with: PULSCAR's scoring,
-    # trained alongside the retrain where no subproblem has it yet
+    # trained alongside the retrain where the run read PULSNAR
     true_labels = job.true_labels
-    baseline_needed = (
-        true_labels is not None and reading.method != "pulscar" and reading.pulscar_first is None
-    )
+    baseline_needed = true_labels is not None and reading.method != "pulscar"
     job.stage(
         "classification: retraining on recovered labels"
         + (" (and scoring PULSCAR, the baseline it is compared with)" if baseline_needed else "")
@@ -181,14 +170,7 @@ def outputs_of(
     # the retrain's probabilities mapped to the recovered labels it was trained on
     model_map = fit_calibration_map(improved, scored.labels, None, config.calibration_method)
     if true_labels is not None:
-        if reading.at_valley:  # the PU classifier, not the second scoring
-            baseline = reading.pulscar_first.probabilities
-        elif reading.method == "pulscar":
-            baseline = probability
-        elif baseline_scored:
-            baseline = baseline_scored[0].probabilities
-        else:
-            baseline = reading.pulscar_first.probabilities
+        baseline = baseline_scored[0].probabilities if baseline_scored else probability
         metrics = {
             "without_pu": classification_metrics(true_labels > 0, baseline),
             "with_pu": classification_metrics(true_labels > 0, improved),

@@ -148,16 +148,8 @@ class Reading:
     evidence : dict or None
         Auto's evidence (``method_evidence``).
     alternative : list of SubproblemResult
-        The first iteration's subproblems under the other assumption (auto), which the
-        interval also spans.
-    first_read : tuple or None
-        Auto's reading of PULSNAR's first iteration: (its subproblems, their alpha and
-        subtype groups), kept so that it is read once.
-    pulscar_first : SubproblemResult or None
-        PULSCAR's first-iteration subproblem beside PULSNAR's (auto), or the PU classifier
-        where alpha was read at a valley of a second scoring.
-    at_valley : bool
-        Auto read alpha at a valley of the unlabeled rows' scores.
+        The first iteration's cluster subproblems, scored beside PULSCAR's (auto), which
+        the interval also spans.
     """
 
     method: str
@@ -167,9 +159,6 @@ class Reading:
     clustering: Clustering | None = None
     evidence: dict[str, Any] | None = None
     alternative: list[SubproblemResult] = field(default_factory=list)
-    first_read: tuple[list[SubproblemResult], tuple] | None = None
-    pulscar_first: SubproblemResult | None = None
-    at_valley: bool = False
 
     @property
     def first(self) -> list[SubproblemResult]:

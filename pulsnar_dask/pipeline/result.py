@@ -23,8 +23,6 @@ WEAK_PU_AUC = 0.6
 OVERLAP_AUC = 0.8
 # At or above it in every subproblem, the run warns that a feature may record the label.
 PERFECT_PU_AUC = 0.9999
-# the interval's name of the separated-classes reading (method_evidence["separated"])
-SEPARATED_READING = "separated count"
 INTERVAL_METHOD = (
     "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
     "configured reader; where auto read alpha at a valley, the scoring read there with the "
@@ -239,22 +237,6 @@ class JobResult:
         return out
 
 
-def valley_of(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The valley ``method="auto"`` found plain in PULSCAR's scores
-    (``method_evidence["valley"]``), or None where it read alpha at none (no auto, no
-    plain dip, or a summary written before the reader)."""
-    valley = (summary.get("method_evidence") or {}).get("valley")
-    return valley if valley and valley.get("credible") else None
-
-
-def rescored_of(evidence: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The second scoring's dip where ``method="auto"`` read alpha there
-    (``method_evidence["valley"]["rescored"]``, plain), or None where it read none or
-    read PULSCAR's dip."""
-    second = ((evidence or {}).get("valley") or {}).get("rescored")
-    return second if second and second.get("credible") else None
-
-
 def headline(summary: dict[str, Any]) -> str:
     """One line that answers the question a run is for: how many hidden positives.
 
@@ -273,7 +255,6 @@ def headline(summary: dict[str, Any]) -> str:
     text = (
         f"alpha {summary['alpha']:.3f}: about {summary['hidden_positives']:,} hidden positives "
         f"among {n_unlabeled:,} unlabeled rows ({summary['method'].upper()}"
-        + (" read at the valley of the unlabeled scores" if valley_of(summary) else "")
         + f", {summary['n_clusters']} cluster{'s' if summary['n_clusters'] > 1 else ''})"
     )
     if "alpha_interval" in summary:
@@ -303,6 +284,12 @@ def headline(summary: dict[str, Any]) -> str:
             "; MAY BE HIGH: positives and negatives overlap (implied AUC "
             f"{summary['negative_auc']:.3f}), so every reading also counts negatives"
         )
-    elif (summary.get("method_evidence") or {}).get("subtypes_may_be_unseen"):
+    elif (evidence := summary.get("method_evidence") or {}).get("readings_differ"):
+        text += (
+            f"; SCAR OR SNAR: PULSCAR reads {evidence['readings']['pulscar']:.3f}, the "
+            f"{evidence['n_clusters']} clusters {evidence['readings']['pulsnar']:.3f}, further "
+            "apart than their noise; the interval spans both"
+        )
+    elif evidence.get("subtypes_may_be_unseen"):
         text += "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"
     return text

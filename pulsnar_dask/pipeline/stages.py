@@ -51,8 +51,8 @@ def run_pipeline(
     ----------
     executor : Executor
     method : {"auto", "pulscar", "pulsnar"}
-        ``auto`` clusters the positives as PULSNAR does, runs PULSCAR beside the cluster
-        subproblems, and keeps one of the two
+        ``auto`` reads PULSCAR's alpha, with the positives' clusters scored beside it as
+        PULSNAR scores them for the interval to span
         (:func:`~pulsnar_dask.pipeline.method_choice.choose_reading`).
     config : PUConfig or None
         Settings; ``None``: the defaults.
@@ -99,7 +99,7 @@ def run_pipeline(
     else:
         reading, pulscar = score_clusters(job, beside_pulscar=method == "auto")
         if method == "auto":
-            choose_reading(job, reading, pulscar)
+            choose_reading(reading, pulscar)
     job.mark("scoring")
     checks = diagnose(reading)
     alphas = read_alphas(job, reading)
