@@ -23,10 +23,9 @@ Benchmarks (``--only`` picks some; ``--seeds`` caps the real sets at 5 seeds):
   as the paper): AUTO; the fractions a set cannot hold (too few positives to hide) are
   left out and listed.
 
-Writes to benchmarks/results/paper/ (or ``--out``): ``runs.csv`` (every run; its ``valley``
-column says where auto read alpha: ``first`` at PULSCAR's valley, ``second`` at the second
-scoring's, empty at neither; ``separated_alpha`` and ``separated_extends`` the second
-scoring's count and whether it widened the interval, where it ran),
+Writes to benchmarks/results/paper/ (or ``--out``): ``runs.csv`` (every run; under auto,
+``pulsnar_alpha`` is the clusters' reading beside PULSCAR's and ``readings_differ`` whether
+the run warned that the two differ beyond their noise),
 ``<benchmark>.md`` tables beside the paper's numbers, ``<benchmark>.png`` bar plots,
 ``calibration.{md,png}``, ``classification.{md,png}`` and ``summary.md`` (headline
 errors against the targets).
@@ -69,7 +68,6 @@ from pulsnar_dask.dask_executor.connect import connect
 from pulsnar_dask.dask_executor.engine import EXPRESSIONS, run_job
 from pulsnar_dask.datasets.synthetic import pu_frame
 from pulsnar_dask.io import PUFrame
-from pulsnar_dask.pipeline.result import rescored_of, valley_of
 from pulsnar_dask.report import plot_reliability
 
 FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
@@ -155,7 +153,6 @@ def run_one(
         classify=algorithm in bench.classify,
     )
     summary = result.summary()
-    first_valley = "first" if valley_of(summary) else ""
     row = {
         "benchmark": bench.name,
         "dataset": bench.name,
@@ -167,8 +164,6 @@ def run_one(
         "seed": seed,
         "alpha": result.alpha,
         "n_clusters": result.n_clusters,
-        # where auto read alpha: at PULSCAR's valley, at the second scoring's, or neither
-        "valley": "second" if rescored_of(result.method_evidence) else first_valley,
         "clusters_cut": len(summary.get("clusters_cut", [])),
         "negative_auc": summary.get("negative_auc"),
         "n_rows": int(result.labels.size),
@@ -177,10 +172,10 @@ def run_one(
     if result.alpha_interval is not None:
         row["interval_low"] = result.alpha_interval.low
         row["interval_high"] = result.alpha_interval.high
-    separated = (result.method_evidence or {}).get("separated")
-    if separated is not None:  # the count that assumes the classes do not overlap
-        row["separated_alpha"] = separated["alpha"]
-        row["separated_extends"] = separated.get("extends_interval")
+    evidence = result.method_evidence or {}
+    if "readings" in evidence:  # auto with several clusters: the clusters' reading too
+        row["pulsnar_alpha"] = evidence["readings"]["pulsnar"]
+        row["readings_differ"] = evidence["readings_differ"]
     curves = None
     if bench.calibrate:
         truth = (result.true_labels > 0).astype(float)

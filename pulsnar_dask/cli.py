@@ -135,10 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--method",
         choices=("auto", "pulscar", "pulsnar"),
         default="auto",
-        help="auto (default): cluster the positives, and keep PULSNAR only where the "
-        "hidden positives' subtype mix differs from the labeled ones' (else PULSCAR); "
-        "where the unlabeled rows' scores dip plainly below the labeled positives, read "
-        "alpha at the dip (--valley-depth)",
+        help="auto (default): PULSCAR's alpha, with the positives' clusters read as PULSNAR "
+        "reads them beside it; the interval spans both, and the run warns where they "
+        "differ beyond their noise (SCAR or SNAR)",
     )
     run.add_argument("--out", required=True, help="output directory or URL")
     _add_run_options(run)

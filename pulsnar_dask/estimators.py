@@ -41,7 +41,7 @@ SCORING_SETTINGS = [
 CLUSTER_SETTINGS = [
     "n_clusters", "max_clusters", "cluster_selection", "covariance_type",
     "max_cluster_features", "max_cluster_rows", "min_cluster_fraction", "claim_overlap",
-    "cluster_split", "cluster_split_rounds", "valley_depth",
+    "cluster_split", "cluster_split_rounds",
 ]  # fmt: skip
 _OWN_DOC = """    n_iterations : int, default 1
         Repeats with seeds ``random_state + i``; ``alpha_`` is their mean.
@@ -366,13 +366,10 @@ class PULSNAR(PULSCAR):
         )
         + _OWN_DOC
         + """    method : {"auto", "pulsnar"}, default "auto"
-        ``auto`` also fits PULSCAR (all positives as one subproblem) and keeps it when
-        the positives form one cluster or the clusters hide positives in proportion to
-        their labeled ones (:func:`pulsnar_dask.core.scar_or_snar.choose_method`), or reads
-        alpha at the dip of its unlabeled rows' scores where that dip is plain
-        (``valley_depth``; at the dip of a second scoring, the labeled positives against
-        the unlabeled rows below it, where that one is plain too); ``pulsnar`` always
-        sums the clusters.
+        ``auto`` reads PULSCAR's alpha (all positives as one subproblem); where the
+        positives form several clusters it scores them as ``pulsnar`` does, the interval
+        spans both readings, and the run warns where they differ beyond their noise
+        (``method_evidence_["readings_differ"]``); ``pulsnar`` always sums the clusters.
 
     Attributes
     ----------
@@ -382,18 +379,18 @@ class PULSNAR(PULSCAR):
         Per-cluster alphas (mean over iterations).
     n_clusters_ : int
     method_ : str
-        ``"pulsnar"`` or, with ``method="auto"``, the method chosen.
+        ``"pulsnar"``, or ``"pulscar"`` with ``method="auto"``.
     method_evidence_ : dict or None
-        With ``method="auto"``: the evidence for ``method_``. Where it kept PULSNAR,
-        ``"separated"`` holds the count that assumes the classes do not overlap, which
-        ``alpha_interval_`` also spans (its reading ``"separated count"``).
+        With ``method="auto"``: the clusters found (``n_clusters``), ``reason``, and
+        where there are several, both readings (``readings``) and whether they differ
+        beyond their bootstrap noise (``readings_differ``; the run then warns).
     clustering_ : Clustering
         BIC curve, cluster of each positive, features used.
     cluster_estimates_ : list of AlphaEstimate
         First iteration's densities per cluster.
     subproblems_ : list of SubproblemResult
-        First iteration's subproblems: the clusters', or the one ``method="auto"`` kept
-        (PULSCAR's, or the second scoring it read a valley on).
+        First iteration's subproblems: the clusters', or PULSCAR's with
+        ``method="auto"``.
     negative_auc_ : float or None
         As PULSCAR's, from the subproblem over all positives (PULSCAR's, scored beside
         the clusters under ``method="auto"``, or the one cluster's); None where none was
@@ -442,7 +439,6 @@ class PULSNAR(PULSCAR):
         claim_overlap: float = _D.claim_overlap,
         cluster_split: float | None = _D.cluster_split,
         cluster_split_rounds: int = _D.cluster_split_rounds,
-        valley_depth: float = _D.valley_depth,
         method: str = "auto",
     ):
         super().__init__(
@@ -478,7 +474,6 @@ class PULSNAR(PULSCAR):
         self.claim_overlap = claim_overlap
         self.cluster_split = cluster_split
         self.cluster_split_rounds = cluster_split_rounds
-        self.valley_depth = valley_depth
         self.method = method
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:

@@ -195,18 +195,14 @@ CAPTIONS = {
         "against every unlabeled row. Blue: density of the unlabeled rows' out-of-fold "
         "probabilities; orange: alpha times the labeled positives' density. Alpha is the "
         "largest share of the positives' density that still fits under the unlabeled one "
-        "(log scale). Where auto read alpha at the valley of the unlabeled rows' scores, "
-        "dashed marks the dip; the orange area may then rise above the blue, as the labeled "
-        "positives' density under-represents the subtypes that were rarely labeled. Where "
-        "it read the dip of a second scoring (the labeled positives against the unlabeled "
-        "rows below nearly all of them), the panel shows that scoring."
+        "(log scale)."
     ),
     "objective.png": (
         "How each subproblem's alpha was read: the objective over candidate alphas jumps "
         "where alpha times the positives' density starts to exceed the unlabeled density "
-        "(for the tail reader: the tail ratios over thresholds; where auto read alpha at the "
-        "valley, the share of unlabeled rows above each threshold over the labeled "
-        "positives' share, read at the dip, dotted). Dashed: the alpha used."
+        "(for the tail reader: the tail ratios over thresholds; for the valley reader, the "
+        "share of unlabeled rows above each threshold over the labeled positives' share, "
+        "read at the dip, dotted). Dashed: the alpha used."
     ),
     "bic.png": (
         "How many subtypes: BIC (lower fits better for its size) of Gaussian mixtures of the "

@@ -274,7 +274,7 @@ def test_valley_reads_every_subtype_where_the_kernel_reads_the_best_labeled():
 
     p, y, truth = _separated_subtypes()
     cut = valley_cut(p, y)
-    assert cut.credible(0.3) and cut.depth < 0.05 and cut.labeled_below < 0.01
+    assert cut.depth < 0.05 and cut.labeled_below < 0.01
     # the dip lies in the gap: above nearly every negative, below nearly every positive
     assert 1 / (1 + np.exp(6.0 - 3 * 0.8)) < cut.cut < 1 / (1 + np.exp(1.0 + 3 * 0.6))
     assert cut.alpha == pytest.approx(truth, abs=0.01)
@@ -301,47 +301,21 @@ def test_valley_counts_the_labeled_share_below_the_cut():
 
 def test_no_valley_where_the_scores_run_into_the_positives():
     """Overlapping scores (SCAR, no gap): the unlabeled rows' density falls without a dip
-    until the positives' median, so the cut is not plain and auto does not read there."""
+    until the positives' median, so the cut is not plain."""
     from pulsnar_dask.core.alpha import valley_cut
 
     rng = np.random.default_rng(2)
     x = np.r_[rng.normal(1.0, 1.0, 2000), rng.normal(1.0, 1.0, 500), rng.normal(0.0, 1.0, 4000)]
     y = np.r_[np.ones(2000, np.int8), np.zeros(4500, np.int8)]
     cut = valley_cut(1 / (1 + np.exp(-x)), y)
-    assert not cut.credible(0.3)
     assert cut.labeled_below > 0.2 or cut.depth > 0.5
     # every unlabeled row above the positives' median: no mode below it, no dip at all
     p = np.r_[np.full(10, 0.2), np.full(10, 0.9)]
     y = np.r_[np.ones(10, np.int8), np.zeros(10, np.int8)]
     flat = valley_cut(p, y)
-    assert flat.depth == 1.0 and not flat.credible(0.99)
+    assert flat.depth == 1.0
     with pytest.raises(ValueError, match="finite"):
         valley_cut(np.array([0.1, np.nan]), np.array([1, 0]))
-
-
-def test_reliable_negatives_are_the_unlabeled_rows_below_nearly_every_positive():
-    from pulsnar_dask.core.alpha import VALLEY_MAX_LABELED_BELOW, reliable_negatives
-
-    positives = np.linspace(0.2, 1.0, 101)  # their 5% quantile: 0.24
-    assert np.quantile(positives, VALLEY_MAX_LABELED_BELOW) == pytest.approx(0.24)
-    unlabeled = np.array([0.0, 0.1, 0.23, 0.25, 0.5, 0.9])
-    p = np.r_[positives, unlabeled]
-    y = np.r_[np.ones(101, np.int8), np.zeros(6, np.int8)]
-    negatives = reliable_negatives(p, y)
-    assert negatives.tolist() == [False] * 101 + [True, True, True, False, False, False]
-    # the same rows whatever their order
-    order = np.random.default_rng(0).permutation(p.size)
-    np.testing.assert_array_equal(reliable_negatives(p[order], y[order]), negatives[order])
-    with pytest.raises(ValueError, match="both labeled positives"):
-        reliable_negatives(np.array([0.1, 0.2]), np.array([0, 0]))
-
-
-def test_valley_is_plain_up_to_its_limits():
-    from pulsnar_dask.core.alpha import VALLEY_MAX_LABELED_BELOW, ValleyCut
-
-    assert ValleyCut(0.2, 0.1, 0.3, VALLEY_MAX_LABELED_BELOW).credible(0.3)
-    assert not ValleyCut(0.2, 0.1, 0.3001, 0.0).credible(0.3)
-    assert not ValleyCut(0.2, 0.1, 0.0, VALLEY_MAX_LABELED_BELOW + 1e-9).credible(0.3)
 
 
 def test_binned_density_matches_the_gaussian_kernel_sum():
@@ -377,47 +351,11 @@ def test_valley_holds_at_its_limits_and_where_positives_saturate():
     x = np.r_[x, rng.normal(3, 0.5, 1000)]
     y = np.r_[np.ones(600, np.int8), np.zeros(4000, np.int8)]
     cut = valley_cut(1 / (1 + np.exp(-x)), y)
-    assert cut.labeled_below == 0.05 and cut.credible(0.3)
+    assert cut.labeled_below == 0.05 and cut.depth < 0.3
     # 1000 of 4000 unlabeled rows above, over the 95% of the labeled positives above
     assert cut.alpha == pytest.approx(0.25 / 0.95)
     # positives all at 1.0 (their logit clipped): the dip below them is still found
     p = np.r_[np.ones(200), np.ones(50), rng.uniform(0, 0.05, 150)]
     y = np.r_[np.ones(200, np.int8), np.zeros(200, np.int8)]
     saturated = valley_cut(p, y)
-    assert saturated.credible(0.3) and saturated.alpha == pytest.approx(0.25)
-
-
-def test_separated_count_is_the_adjusted_share_of_unlabeled_rows_scored_positive():
-    """Forman's adjusted count by hand: the unlabeled share above 0.5, less the reliable
-    negatives' share, over the labeled positives' share less theirs."""
-    from pulsnar_dask.core.alpha import separated_count
-
-    # 100 labeled positives, 90 of them above 0.5; 1000 unlabeled rows: 800 reliable
-    # negatives (40 above 0.5) and 200 more (150 above 0.5)
-    p = np.r_[np.full(90, 0.9), np.full(10, 0.3), np.full(40, 0.7), np.full(760, 0.1)]
-    p = np.r_[p, np.full(150, 0.8), np.full(50, 0.2)]
-    y = np.r_[np.ones(100, np.int8), np.zeros(1000, np.int8)]
-    negatives = np.r_[np.zeros(100, bool), np.ones(800, bool), np.zeros(200, bool)]
-    expected = ((40 + 150) / 1000 - 40 / 800) / (90 / 100 - 40 / 800)
-    assert separated_count(p, y, negatives) == pytest.approx(expected, rel=1e-12)
-    # the threshold moves the count: at 0.75 only the 150 and the labeled 90 are above
-    assert separated_count(p, y, negatives, 0.75) == pytest.approx(0.15 / 0.9, rel=1e-12)
-    # a classifier that does not tell the positives from the negatives reads nothing
-    flat = np.full(y.size, 0.6)
-    assert np.isnan(separated_count(flat, y, negatives))
-    # nor one whose positives' share above exceeds the negatives' by less than half:
-    # 320 of the 800 negatives above, 0.4 against the positives' 0.9, is read; 321 is not
-    weak = p.copy()
-    weak[140:420] = 0.7
-    assert separated_count(weak, y, negatives) == pytest.approx((0.47 - 0.4) / 0.5, rel=1e-9)
-    weak[420] = 0.7
-    assert np.isnan(separated_count(weak, y, negatives))
-    # clipped to [0, 1]: fewer unlabeled rows above than the negatives' own share
-    low = p.copy()
-    low[900:] = 0.1
-    low[100:140] = 0.9
-    assert separated_count(low, y, negatives) == 0.0
-    with pytest.raises(ValueError, match="negatives must mark"):
-        separated_count(p, y, np.r_[np.ones(1, bool), negatives[1:]])  # a labeled row
-    with pytest.raises(ValueError, match="negatives must mark"):
-        separated_count(p, y, negatives[:-1])
+    assert saturated.depth < 0.3 and saturated.alpha == pytest.approx(0.25)

@@ -2,6 +2,7 @@
 
 import html
 import json
+import logging
 import os
 import pty
 import re
@@ -951,10 +952,10 @@ def test_every_setting_is_declared_once_and_the_cli_and_estimators_follow_it():
     )  # fmt: skip
     with pytest.raises(PUError, match="tail_fraction must be in"):
         config_from_args(build_parser().parse_args([*base, "--tail-fraction", "0.7"]))
-    with pytest.raises(PUError, match=r"valley_depth must be in \[0, 1\), got 1.0"):
-        config_from_args(build_parser().parse_args([*base, "--valley-depth", "1"]))
-    off = config_from_args(build_parser().parse_args([*base, "--valley-depth", "0"]))
-    assert off == PUConfig(valley_depth=0.0)
+    with pytest.raises(PUError, match=r"claim_overlap must be in \[0, 1\], got 2.0"):
+        config_from_args(build_parser().parse_args([*base, "--claim-overlap", "2"]))
+    summed = config_from_args(build_parser().parse_args([*base, "--claim-overlap", "1"]))
+    assert summed == PUConfig(claim_overlap=1.0)
     # each estimator parameter that is a setting defaults to it; its _config() is PUConfig()
     rename = {"n_jobs": "n_threads"}
     for estimator in (PULSCAR, PULSNAR):
@@ -1030,119 +1031,41 @@ def test_every_option_of_every_command_has_a_help_text():
             assert action.help, f"{name} {action.option_strings} has no help text"
 
 
-def test_a_run_read_at_the_valley_says_so_everywhere(tmp_path, capsys):
-    """Well separated subtypes labeled at different rates: auto reads alpha at the valley,
-    and the headline, the summary, the report's paragraph, method row and plots say so."""
+def test_a_run_whose_readings_differ_says_so_everywhere(tmp_path, capsys, caplog):
+    """Well separated subtypes labeled at different rates: PULSCAR reads alpha low, the
+    clusters near the truth. Auto reports PULSCAR's alpha, and the log, the headline, the
+    summary, the report's paragraph and method row say that the two differ and the
+    interval spans both."""
     from pulsnar_dask import make_pu_data
-    from pulsnar_dask.io import write_pu_parquet
-
-    data = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
-    write_pu_parquet(data.split(2), tmp_path / "in.parquet")
-    out = tmp_path / "valley"
-    status, summary, err = run_cli(
-        ["run", "--input", str(tmp_path / "in.parquet"), "--out", str(out), "--n-workers", "2"],
-        capsys,
-    )
-    assert status == 0, err
-    valley = summary["method_evidence"]["valley"]
-    assert valley["credible"] and summary["method"] == "pulscar"
-    assert summary["alpha"] == pytest.approx(summary["true_alpha"], abs=0.03)
-    assert summary["method_evidence"]["subtypes_may_be_unseen"] is False
-    readings = summary["interval_readings"]
-    assert [k for k in readings if k.startswith("pulscar")] == ["pulscar valley"]
-    report = html.unescape((out / "report.html").read_text())
-    assert "PULSCAR read at the valley of the unlabeled scores, 1 cluster)" in report
-    assert "alpha was read at that dip, as the share of unlabeled rows above the dip" in report
-    assert f"dip to {valley['depth']:.2f} of the negatives' peak at probability" in report
-    assert "not plain enough" not in report
-    second = valley["rescored"]  # the second scoring's dip, where alpha was read
-    assert second["credible"] and summary["alpha"] == pytest.approx(second["alpha"], abs=5e-5)
-    assert (
-        f"scored again against the {second['reliable_negatives']:,} unlabeled rows below all "
-        f"but 5% of them, the scores dip to {second['depth']:.2f} at probability "
-        f"{second['cut']:.3g}, where alpha was read"
-    ) in report
-    assert (
-        f"A second classifier, the labeled positives against the "
-        f"{second['reliable_negatives']:,} unlabeled rows scored below nearly all of them"
-    ) in report
-    assert "The interval also spans PULSNAR's clusters" in report
-    assert report.count("<figure>") == report.count("<figcaption>") >= 3
-
-
-def test_a_run_whose_readings_disagree_says_so(tmp_path, capsys):
-    """A subtype labeled at 5% beside one labeled at 95%: the clusters read alpha where
-    the well-labeled one is densest, far low; the count that assumes the classes do not
-    overlap reads far higher, the interval reaches it, and the report says that the data
-    cannot tell which holds."""
-    from pulsnar_dask.datasets.synthetic import PUData
     from pulsnar_dask.io import write_pu_parquet
     from pulsnar_dask.pipeline.result import headline
 
-    rng = np.random.default_rng(5)
-    centres = np.array([[3.0, 3.0, 0, 0], [4.5, 3.0, 0, 0], [-3.0, 3.0, 0, 0], [0.0, -3.0, 0, 0]])
-    group = np.repeat(np.arange(4), [800, 1600, 800, 2400])
-    label = np.zeros(group.size, np.int8)
-    for g, rate in enumerate([0.95, 0.05, 0.5]):
-        rows = np.flatnonzero(group == g)
-        label[rng.permutation(rows)[: round(rate * rows.size)]] = 1
-    X = centres[group] + rng.normal(size=(group.size, 4))
-    data = PUData(X.astype(np.float32), label, np.where(group < 3, group + 1, 0).astype(np.int8))
+    data = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
     write_pu_parquet(data.split(2), tmp_path / "in.parquet")
-    out = tmp_path / "apart"
-    status, summary, err = run_cli(
-        ["run", "--input", str(tmp_path / "in.parquet"), "--out", str(out), "--n-workers", "2",
-         "--valley-depth", "0"],
-        capsys,
-    )  # fmt: skip
+    out = tmp_path / "differ"
+    with caplog.at_level(logging.WARNING, logger="pulsnar_dask"):
+        status, summary, err = run_cli(
+            ["run", "--input", str(tmp_path / "in.parquet"), "--out", str(out),
+             "--n-workers", "2"],
+            capsys,
+        )  # fmt: skip
     assert status == 0, err
-    assert summary["method"] == "pulsnar" and summary["alpha"] < summary["true_alpha"] - 0.2
-    separated = summary["method_evidence"]["separated"]
-    readings = summary["interval_readings"]
-    others = [r["alpha"] + 1.96 * r["sd"] for k, r in readings.items() if k != "separated count"]
-    assert separated["alpha"] > max(others) + 0.1  # nearer the truth, and far apart
-    assert readings["separated count"] == {"alpha": separated["alpha"], "sd": 0.0}
-    assert separated["extends_interval"] and summary["alpha_interval"][1] == separated["alpha"]
-    # the headline's interval reaches it (no warning word: on the paper's SNAR data, whose
-    # classes overlap, it lies above the other readings in 50 of 70 runs; item 53)
+    evidence = summary["method_evidence"]
+    assert summary["method"] == "pulscar" and evidence["readings_differ"] is True
+    pulscar, pulsnar = evidence["readings"]["pulscar"], evidence["readings"]["pulsnar"]
+    assert summary["alpha"] == pytest.approx(pulscar, abs=5e-5)
+    assert pulscar < summary["true_alpha"] - 0.05 and abs(pulsnar - summary["true_alpha"]) < 0.05
     low, high = summary["alpha_interval"]
-    assert headline(summary).endswith(f"(alpha {low:.3f}-{high:.3f})")
+    assert low <= summary["true_alpha"] <= high and low <= pulscar and pulsnar <= high
+    assert "method auto cannot tell SCAR from SNAR" in caplog.text
+    line = headline(summary)
+    assert f"; SCAR OR SNAR: PULSCAR reads {pulscar:.3f}, the {evidence['n_clusters']} " in line
     report = html.unescape((out / "report.html").read_text())
-    assert (
-        "It also spans alpha read as if positives and negatives did not overlap "
-        f"({separated['alpha']:.3f}): a second classifier, the labeled positives against the "
-        f"{separated['reliable_negatives']:,} unlabeled rows least like them"
-    ) in report
-    assert "It lies above every other reading, and the interval reaches it" in report
-    assert f"separated count {separated['alpha']:.3f} (" in report  # no bootstrap: no +-
-
-
-def test_the_method_row_says_which_dip_alpha_was_read_at():
-    from pulsnar_dask.report import _valley_note
-
-    first = {"alpha": 0.31, "cut": 0.06, "depth": 0.18, "labeled_below": 0.018}
-    second = {"alpha": 0.3, "cut": 0.13, "depth": 0.06, "labeled_below": 0.008}
-    plain = {**first, "max_depth": 0.3, "credible": True}
-    assert _valley_note(None) == ""
-    assert _valley_note({**plain, "depth": 1.0}) == (
-        "; the unlabeled rows' scores show no dip below the labeled positives"
-    )
-    read_first = _valley_note(plain)
-    assert read_first == (
-        "; the unlabeled rows' scores dip to 0.18 of the negatives' peak at probability "
-        "0.06, 1.8% of the labeled positives below it"
-    )
-    rescored = {**second, "reliable_negatives": 2124, "credible": True}
-    assert _valley_note({**plain, "rescored": rescored}) == read_first + (
-        "; scored again against the 2,124 unlabeled rows below all but 5% of them, the "
-        "scores dip to 0.06 at probability 0.13, where alpha was read"
-    )
-    shallow = {**rescored, "depth": 0.45, "credible": False}
-    assert _valley_note({**plain, "rescored": shallow}).endswith(
-        "the scores dip to 0.45 at probability 0.13: not plain enough, so alpha was read "
-        "at the first dip"
-    )
-    assert "not plain enough to read alpha there" in _valley_note({**plain, "credible": False})
+    assert line in report
+    assert "auto reads <strong>PULSCAR</strong>" in report
+    assert "the two readings differ beyond their noise: SCAR or SNAR" in report
+    assert f"give {pulsnar:.3f}). The two lie further apart than their noise" in report
+    assert report.count("<figure>") == report.count("<figcaption>") >= 3
 
 
 def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsys):
@@ -1153,45 +1076,20 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     assert status == 0, err
     assert summary["method_requested"] == "auto"
     evidence = summary["method_evidence"]
-    assert summary["method"] in ("pulscar", "pulsnar")
-    assert set(evidence) - {"separated"} == {
-        "n_clusters", "subtype_mix_distance", "threshold", "sampling_noise", "reason",
-        "subtypes_may_be_unseen", "cluster_features", "model_features", "valley",
+    assert summary["method"] == "pulscar" and summary["n_clusters"] == 1
+    assert set(evidence) == {
+        "n_clusters", "reason", "subtypes_may_be_unseen", "cluster_features", "model_features",
+        "readings_differ", "readings",
     }  # fmt: skip
-    # the second scoring's count: where it ran at the valley, or where PULSNAR was read
-    assert ("separated" in evidence) == (
-        "rescored" in evidence["valley"] or summary["method"] == "pulsnar"
-    )
+    assert evidence["n_clusters"] > 1  # the clusters, scored beside PULSCAR
     assert evidence["subtypes_may_be_unseen"] is False  # 8 features, all clustered
-    distance, noise = evidence["subtype_mix_distance"], evidence["sampling_noise"]
-    valley = evidence["valley"]  # the dip auto looked for, read there only where plain
-    # (to the evidence's rounding: 3 decimals of the depth, 4 of the labeled share)
-    plain = valley["depth"] <= 0.3 + 5e-4 and valley["labeled_below"] <= 0.05 + 5e-5
-    steep = valley["depth"] <= 0.3 - 5e-4 and valley["labeled_below"] <= 0.05 - 5e-5
-    assert steep <= valley["credible"] <= plain
-    assert (summary["method"] == "pulscar") == (
-        valley["credible"]
-        or evidence["n_clusters"] == 1
-        or distance < evidence["threshold"]
-        or (noise is not None and distance <= noise)
-    )
-    if valley["credible"]:  # the reading the interval holds too: the second scoring's dip
-        second = valley.get("rescored") or {}  # where it is plain, else the first
-        read = second if second.get("credible") else valley
-        assert summary["alpha"] == pytest.approx(read["alpha"], abs=5e-5)
-        assert summary["interval_readings"]["pulscar valley"]["alpha"] == summary["alpha"]
-    assert summary["n_clusters"] == (
-        1 if summary["method"] == "pulscar" else len(summary["cluster_alphas"])
+    assert summary["alpha"] == pytest.approx(evidence["readings"]["pulscar"], abs=5e-5)
+    readings = summary["interval_readings"]
+    assert readings["pulsnar kernel"]["alpha"] == pytest.approx(
+        evidence["readings"]["pulsnar"], abs=5e-5
     )
     report = (out / "report.html").read_text()
-    assert f"auto chose <strong>{summary['method'].upper()}</strong>" in report
-    assert noise is not None  # several clusters: PULSCAR ran beside them
-    assert f"or within {noise:.3f}, sampling alone under SCAR" in report
-    assert (
-        "scores show no dip below the labeled positives"
-        if valley["depth"] >= 1
-        else f"dip to {valley['depth']:.2f} of the negatives' peak at probability"
-    ) in report
+    assert "auto reads <strong>PULSCAR</strong>" in report
     # the overlap check reads PULSCAR's subproblem, scored beside the clusters
     assert summary["negative_auc"] > 0.8 and summary["alpha_may_be_high"] is False
     assert f"{summary['negative_auc']:.3f} (alpha may be far too high below 0.8;" in report
@@ -1203,10 +1101,4 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     n_u = summary["n_unlabeled"]
     assert f"95% interval {round(low * n_u):,}-{round(high * n_u):,}" in report
     assert f"(95% interval {round(low * n_u):,} to {round(high * n_u):,})" in report
-    if summary["method"] == "pulsnar":
-        assert "<table id='subtypes'>" in report
-        assert report.count("<tr><td>") == len(summary["subtypes"]) == summary["n_clusters"]
-        for subtype in summary["subtypes"]:
-            first = subtype["distinguishing"][0]
-            assert f"{first['feature']} " in report
     assert report.count("<figure>") == report.count("<figcaption>") >= 3

@@ -84,57 +84,14 @@ def test_auto_method_matches_the_in_memory_estimator(client, data):
     low, high = result.alpha_interval.low, result.alpha_interval.high
     assert (low, high) == pytest.approx((est.alpha_interval_.low, est.alpha_interval_.high))
     assert low <= result.alpha <= high
-    # auto weighs both assumptions: both are in the interval's readings, and where it
-    # read PULSNAR the count that assumes the classes do not overlap too
+    # auto spans both assumptions where the positives form several clusters
     assumptions = {name.split()[0] for name in result.alpha_interval.readings}
     several = result.method_evidence["n_clusters"] > 1
-    count = (result.method_evidence.get("separated") or {}).get("alpha")
-    separated = {"separated"} if result.method == "pulsnar" and count is not None else set()
-    assert assumptions == ({"pulsnar", "pulscar"} | separated if several else {"pulscar"})
+    assert assumptions == ({"pulsnar", "pulscar"} if several else {"pulscar"})
     summary = result.summary()
-    assert summary["method_requested"] == "auto" and summary["method"] == est.method_
+    assert summary["method_requested"] == "auto" and summary["method"] == "pulscar"
     assert summary["alpha_interval"] == [low, high]
-    # the subtypes table: one row per cluster of a PULSNAR run, hidden = alpha x U
-    if result.method == "pulsnar":
-        subtypes = summary["subtypes"]
-        assert [s["positives"] for s in subtypes] == [r.n_positive for r in result.subproblems]
-        assert [s["hidden_positives"] for s in subtypes] == [
-            round(a * summary["n_unlabeled"]) for a in result.cluster_alphas
-        ]
-        assert [s["distinguishing"] for s in subtypes] == est.clustering_.profiles
-    else:
-        assert "subtypes" not in summary
-
-
-def test_the_valleys_second_scoring_matches_the_in_memory_estimator(client, tmp_path):
-    """auto at the valley: the second scoring, which trains on the labeled positives and
-    the reliable negatives alone (capped as the in-memory path caps them), gives the
-    in-memory estimator's alpha on the task engine, and on xgboost.dask a dip as much
-    deeper than the first; the PU AUC the summary reports and the retrain's baseline are
-    PULSCAR's, the PU classifier's."""
-    d = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
-    write_pu_parquet(d.split(3), tmp_path / "valley.parquet")
-    puf = read_pu_parquet(str(tmp_path / "valley.parquet"), true_label_col="true_label")
-    # one unlabeled row per positive: the cap binds on the second scoring's reliable
-    # negatives, which both paths must count alike (the rows above are not eligible)
-    config = PUConfig(interval_resamples=0, max_unlabeled_ratio=1.0)
-    result = run_job(client, puf, "auto", config, seed=0, classify=True, engine="task")
-    est = PULSNAR(random_state=0, n_jobs=1, interval_resamples=0, max_unlabeled_ratio=1.0)
-    est.fit(pd.DataFrame(d.X, columns=puf.features), d.label)
-    assert result.method_evidence == est.method_evidence_
-    assert result.method_evidence["valley"]["rescored"]["credible"]
-    assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
-    pulscar = run_job(client, puf, "pulscar", config, seed=0, engine="task")
-    assert result.summary()["pu_auc"] == [round(pulscar.subproblems[0].pu_auc, 4)]
-    assert result.subproblems[0].pu_auc != pulscar.subproblems[0].pu_auc  # another model
-    truth = result.true_labels > 0
-    assert result.metrics["without_pu"] == classification_metrics(truth, pulscar.probability)
-    dist = run_job(client, puf, "auto", config, seed=0, engine="dask")
-    valley = dist.method_evidence["valley"]
-    # trained on the rows below the dip alone, the second scoring dips far deeper
-    # (0.056 against 0.182 on the task engine; scored as PULSCAR it would dip as deep)
-    assert valley["rescored"]["credible"] and valley["rescored"]["depth"] < valley["depth"] - 0.05
-    assert dist.alpha == pytest.approx(result.alpha, abs=0.02)
+    assert "subtypes" not in summary  # PULSCAR's reading: no subtypes table
 
 
 @pytest.fixture(scope="module")

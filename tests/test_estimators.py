@@ -44,64 +44,25 @@ def test_overlapping_classes_warn_that_alpha_may_be_far_too_high(caplog):
 
 
 def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):
-    # auto without its valley reader, which reads these well separated subtypes (below)
-    est = PULSNAR(random_state=0, n_jobs=2, max_clusters=6, valley_depth=0)
+    est = PULSNAR(random_state=0, n_jobs=2, max_clusters=6, method="pulsnar")
     est.fit(snar.X, snar.label)
     # three subtypes: three clusters (a tiny extra component is merged into its neighbour)
     assert est.n_clusters_ == 3 == len(est.cluster_alphas_)
     assert est.alpha_ == pytest.approx(est.cluster_alphas_.sum())
     assert est.alpha_ == pytest.approx(snar.true_alpha, abs=0.06)
-    # auto: read from PULSCAR's subproblem, scored beside the clusters (each cluster's
-    # subproblem has its own AUC and alpha)
+    # auto reads PULSCAR's subproblem, with the same clusters scored beside it (each
+    # cluster's subproblem has its own AUC and alpha: no implied AUC for PULSNAR's)
     pulscar = PULSCAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
-    assert est.negative_auc_ == pulscar.negative_auc_ > 0.9
+    auto = PULSNAR(random_state=0, n_jobs=2, max_clusters=6).fit(snar.X, snar.label)
+    assert auto.alpha_ == pulscar.alpha_ and est.negative_auc_ is None
+    assert auto.negative_auc_ == pulscar.negative_auc_ > 0.9
+    assert auto.method_evidence_["readings"]["pulsnar"] == pytest.approx(est.alpha_, abs=5e-5)
     # clusters are pure subtypes
     pos_types = snar.true_label[snar.label == 1]
     for c in range(est.n_clusters_):
         members = pos_types[est.clustering_.labels == c]
         assert np.bincount(members).max() / members.size > 0.95
     assert len(est.clustering_.bic) == 6
-
-
-def test_auto_reads_alpha_at_the_valley_of_separated_subtypes(snar):
-    """Three subtypes labeled at different rates, each well apart from the negatives: the
-    unlabeled rows' scores dip between the negatives and the labeled positives, and auto
-    reads alpha there; PULSCAR's kernel reader, one labeling rate for all, reads it low."""
-    from pulsnar_dask.core.alpha import reliable_negatives, valley_cut
-    from pulsnar_dask.core.metrics import implied_negative_auc
-
-    est = PULSNAR(random_state=0, n_jobs=2, max_clusters=6).fit(snar.X, snar.label)
-    valley = est.method_evidence_["valley"]
-    assert valley["credible"] and valley["depth"] <= 0.3 and valley["labeled_below"] <= 0.05
-    assert est.method_ == "pulscar" and est.n_clusters_ == 1
-    assert est.alpha_ == pytest.approx(snar.true_alpha, abs=0.03)
-    assert est.alpha_estimate_.estimator == "valley"
-    assert "the unlabeled rows' scores dip to" in est.method_evidence_["reason"]
-    # the interval reads the subproblem with the valley reader alone, beside the
-    # clusters' readings (the other assumption)
-    assert [k for k in est.alpha_interval_.readings if k.startswith("pulscar")] == [
-        "pulscar valley"
-    ]
-    assert "pulsnar kernel" in est.alpha_interval_.readings
-    kernel = PULSCAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
-    assert kernel.alpha_ < snar.true_alpha - 0.08
-    # the dip that decides is that of PULSCAR's out-of-fold scores
-    first = valley_cut(kernel.oof_proba_, snar.label)
-    assert first.as_dict() == {k: valley[k] for k in ("alpha", "cut", "depth", "labeled_below")}
-    # alpha is read at the dip of the second scoring, the labeled positives against the
-    # unlabeled rows below nearly all of them: the negatives' tail past the first dip
-    # falls back below the second, which reads closer to the truth (0.307 against 0.318)
-    second = valley["rescored"]
-    negatives = reliable_negatives(kernel.oof_proba_, snar.label)
-    assert second["reliable_negatives"] == negatives.sum() > 0.6 * (snar.label == 0).sum()
-    assert second["credible"] and second["depth"] < valley["depth"]
-    assert est.alpha_ == pytest.approx(second["alpha"], abs=5e-5)  # evidence: 4 decimals
-    assert abs(est.alpha_ - snar.true_alpha) < abs(valley["alpha"] - snar.true_alpha) - 0.005
-    assert "scored against the" in est.method_evidence_["reason"]
-    assert not np.array_equal(est.oof_proba_, kernel.oof_proba_)
-    # the checks read the PU classifier's separation, PULSCAR's, at the run's alpha
-    pu_auc = kernel.subproblems_[0].pu_auc
-    assert est.negative_auc_ == round(implied_negative_auc(pu_auc, est.alpha_), 3) > 0.9
 
 
 def test_pulsnar_takes_claim_overlap(snar):
@@ -330,12 +291,13 @@ def test_a_cluster_whose_halves_hide_positives_at_different_rates_is_cut_in_two(
     assert np.bincount(cut.clustering_.labels).tolist() == [900, 100]  # largest first
     assert len(cut.clustering_.profiles) == 2 and cut.clustering_.cut == (1,)
     assert abs(cut.alpha_ - true_alpha) < 0.03
-    # auto, with PULSCAR scored beside the one cluster that the cut makes two
+    # auto, with PULSCAR scored beside the one cluster that the cut makes two: the
+    # interval spans the two parts' reading beside PULSCAR's
     auto = PULSNAR(
         **{**settings, "method": "auto", "interval_resamples": 2}, cluster_split=0.2
     ).fit(X, y)
-    assert auto.method_ == "pulsnar" and auto.n_clusters_ == 2
-    assert auto.alpha_ == pytest.approx(cut.alpha_, abs=1e-12)
+    assert auto.method_ == "pulscar" and auto.method_evidence_["n_clusters"] == 2
+    assert auto.method_evidence_["readings"]["pulsnar"] == pytest.approx(cut.alpha_, abs=5e-5)
     assert "pulscar kernel" in auto.alpha_interval_.readings
     # subtypes labeled at the same rate: the halves score alike and stay one cluster
     X, y, true_alpha = _rates(500, 500)

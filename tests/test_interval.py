@@ -102,29 +102,6 @@ def test_cluster_sums_share_the_unlabeled_rows_and_the_span_takes_every_assumpti
     assert wide.low == 0.0 and wide.high > 0.95
 
 
-def test_a_group_read_with_its_own_readers_leaves_the_others_as_they_were():
-    """Where auto reads PULSCAR at a valley, that group is read with the valley reader
-    alone; the clusters keep the configured readers and their resamples."""
-    from pulsnar_dask.core.alpha import valley_cut
-
-    config = PUConfig(interval_resamples=6, claim_overlap=1.0)
-    p_a, p_unl = beta_mixture(0.3, 300, 1500, seed=5)
-    clusters = [subproblem(p_a, p_unl, config)]
-    pulscar = [subproblem(p_a, p_unl, config)]
-    default = alpha_interval({"pulsnar": clusters, "pulscar": pulscar}, config)
-    valley = alpha_interval(
-        {"pulsnar": clusters, "pulscar": pulscar}, config, readers={"pulscar": ("valley",)}
-    )
-    assert list(valley.readings) == [f"pulsnar {r}" for r in INTERVAL_READERS] + ["pulscar valley"]
-    for reader in INTERVAL_READERS:
-        assert valley.readings[f"pulsnar {reader}"] == default.readings[f"pulsnar {reader}"]
-    point, sd = valley.readings["pulscar valley"]
-    assert point == valley_cut(pulscar[0].probabilities, pulscar[0].labels).alpha
-    assert sd > 0
-    spans = [a - Z_95 * s for a, s in valley.readings.values()]
-    assert valley.low == pytest.approx(max(0.0, min(spans)))
-
-
 def test_interval_refuses_mismatched_unlabeled_rows_and_too_few_resamples():
     config = PUConfig(interval_resamples=4)
     p_pos, p_unl = beta_mixture(0.2, 100, 500, seed=3)

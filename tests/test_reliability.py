@@ -33,8 +33,10 @@ def medium(tmp_path_factory, medium_data):
 
 @pytest.fixture(scope="module")
 def single_alpha(medium_data):
-    """Alpha of ``medium`` with seed 1, in one process: what every run on a cluster reads."""
-    return PULSNAR(random_state=1, n_jobs=1).fit(medium_data.X, medium_data.label).alpha_
+    """PULSNAR's alpha of ``medium`` with seed 1, in one process: what every run on a
+    cluster reads."""
+    est = PULSNAR(random_state=1, n_jobs=1, method="pulsnar")
+    return est.fit(medium_data.X, medium_data.label).alpha_
 
 
 def busiest(cluster: ProcessCluster) -> subprocess.Popen:

@@ -23,8 +23,8 @@ between the negatives' mode and the labeled positives, over the share of labeled
 above it (:func:`valley_cut`). Where the classifier ranks every positive subtype above the
 negatives, however rarely each is labeled, that counts the hidden positives of all of them;
 the other readers read the ratio where the positives are best labeled, and read SNAR data
-low. It needs such a dip: ``method="auto"`` reads it only where one is plain
-(:meth:`ValleyCut.credible`).
+low. It needs such a dip: where the unlabeled rows' scores run on into the positives'
+(``ValleyCut.depth`` near 1, many labeled positives below the cut), a cut counts negatives.
 """
 
 from __future__ import annotations
@@ -56,14 +56,9 @@ TAIL_THRESHOLDS = 10
 BBE_DELTA = 0.1
 # Random halvings of the rows BBE is cross-fitted over (see best_bin_alpha).
 BBE_SPLITS = 5
-# The valley reader's grid points, the probabilities' clip before their logit, and the
-# share of labeled positives a plain dip may lie above (ValleyCut.credible).
+# The valley reader's grid points and the probabilities' clip before their logit.
 VALLEY_GRID = 512
 LOGIT_CLIP = 1e-7
-VALLEY_MAX_LABELED_BELOW = 0.05
-# separated_count reads nothing where the labeled positives' share above its threshold
-# exceeds the reliable negatives' by less than this: the adjustment divides by the gap
-SEPARATED_MIN_GAP = 0.5
 
 
 @dataclass(frozen=True)
@@ -257,23 +252,6 @@ class ValleyCut:
     depth: float
     labeled_below: float
 
-    def credible(self, max_depth: float) -> bool:
-        """Whether the dip is plain enough to read alpha at.
-
-        Parameters
-        ----------
-        max_depth : float
-            The largest ``depth`` taken (``PUConfig.valley_depth``).
-
-        Returns
-        -------
-        bool
-            ``depth <= max_depth`` and ``labeled_below <= VALLEY_MAX_LABELED_BELOW``. Where
-            not, the unlabeled rows' scores run on into the positives' and a cut there
-            counts negatives.
-        """
-        return self.depth <= max_depth and self.labeled_below <= VALLEY_MAX_LABELED_BELOW
-
     def as_dict(self) -> dict[str, float]:
         """JSON-ready, rounded as the summary prints it."""
         return {
@@ -348,72 +326,6 @@ def valley_cut(probabilities: np.ndarray, labels: np.ndarray) -> ValleyCut:
     alpha = float(np.mean(p[y == 0] > cut_p)) / above_p if above_p > 0 else 1.0
     labeled_below = n_below / n_positive
     return ValleyCut(min(alpha, float(CANDIDATES[-1])), cut_p, depth, labeled_below)
-
-
-def reliable_negatives(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """The unlabeled rows scored below all but ``VALLEY_MAX_LABELED_BELOW`` of the labeled
-    positives: where a plain valley shows (:meth:`ValleyCut.credible`), the negatives'
-    mode and the dip lie there, and few hidden positives of any subtype.
-
-    Parameters
-    ----------
-    probabilities : array-like of shape (n,)
-        Out-of-fold classifier probabilities of being labeled positive, in [0, 1].
-    labels : array-like of shape (n,)
-        1 for labeled positives, 0 for unlabeled.
-
-    Returns
-    -------
-    ndarray of bool of shape (n,)
-        True for the unlabeled rows whose probability is below the labeled positives'
-        ``VALLEY_MAX_LABELED_BELOW`` quantile.
-    """
-    p, y = _check_inputs(probabilities, labels)
-    below = float(np.quantile(p[y == 1], VALLEY_MAX_LABELED_BELOW))
-    return (y == 0) & (p < below)
-
-
-def separated_count(
-    probabilities: np.ndarray, labels: np.ndarray, negatives: np.ndarray, threshold: float = 0.5
-) -> float:
-    """Alpha if positives and negatives do not overlap: an adjusted classify-and-count.
-
-    ``probabilities`` come from a classifier of the labeled positives against the
-    reliable negatives (:func:`reliable_negatives`), scoring every row out of fold. The
-    share of unlabeled rows above ``threshold``, less the reliable negatives' share above
-    it, over the labeled positives' share less theirs (Forman's adjusted count). It needs
-    no subtypes: a hidden positive counts if it looks more like some labeled positive
-    than like the negatives, however rarely its kind is labeled. It also counts every
-    negative that looks like a positive, so where the classes overlap it reads high.
-
-    Parameters
-    ----------
-    probabilities : array-like of shape (n,)
-        Out-of-fold probabilities, in [0, 1].
-    labels : array-like of shape (n,)
-        1 for labeled positives, 0 for unlabeled.
-    negatives : array-like of bool of shape (n,)
-        The reliable negatives, unlabeled rows.
-    threshold : float
-        The probability above which a row counts as positive.
-
-    Returns
-    -------
-    float
-        A fraction of the unlabeled rows, in [0, 1]; NaN where the labeled positives'
-        share above ``threshold`` exceeds the reliable negatives' by less than
-        ``SEPARATED_MIN_GAP``: the classifier hardly tells them apart, and dividing by
-        that gap would blow the raw share's noise up past twice its size.
-    """
-    p, y = _check_inputs(probabilities, labels)
-    negatives = np.asarray(negatives, dtype=bool).ravel()
-    if negatives.shape != y.shape or np.any(negatives & (y == 1)) or not negatives.any():
-        raise ValueError("negatives must mark some unlabeled rows, one flag per row")
-    above = p > threshold
-    tpr, fpr = float(np.mean(above[y == 1])), float(np.mean(above[negatives]))
-    if tpr - fpr < SEPARATED_MIN_GAP:
-        return float("nan")
-    return float(np.clip((np.mean(above[y == 0]) - fpr) / (tpr - fpr), 0.0, 1.0))
 
 
 def best_bin_ratios(

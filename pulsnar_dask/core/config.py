@@ -193,7 +193,7 @@ class PUConfig:
         "How each subproblem's alpha is read from its probabilities: the beta-kernel "
         "objective, the smallest tail ratio, Best Bin Estimation (cross-fitted), or the "
         "tail ratio at the dip of the unlabeled rows' scores below the labeled positives "
-        "(what method auto reads where that dip is plain: valley_depth).",
+        "(the valley reader, for data with such a dip).",
         type="str",
         choices=ALPHA_ESTIMATORS,
         flag="--alpha-estimator",
@@ -313,16 +313,6 @@ class PUConfig:
         type="float",
         flag="--claim-overlap",
     )
-    valley_depth: float = option(
-        0.3,
-        "method auto: where PULSCAR's scores of the unlabeled rows dip between the "
-        "negatives' mode and the labeled positives (below all but 5% of them) to at most "
-        "this share of the mode's density, alpha is read at the dip (the valley reader), "
-        "however rarely each subtype is labeled: at the dip of a second scoring, the labeled "
-        "positives against the unlabeled rows below it, where that one is plain too; 0: never.",
-        type="float",
-        flag="--valley-depth",
-    )
     cluster_split: float | None = option(
         0.2,
         "Split a PULSNAR cluster in two where a two-component mixture fits its positives "
@@ -389,8 +379,8 @@ class PUConfig:
     interval_resamples: int = option(
         30,
         "Bootstrap resamples of the probabilities behind the 95% interval of alpha; 0: "
-        "no interval (and where auto reads PULSNAR, no second scoring for the "
-        "separated-classes reading it also spans).",
+        "no interval (and under method auto, no weighing of the clusters' reading against "
+        "PULSCAR's).",
         type="int",
         flag="--interval-resamples",
     )
@@ -431,8 +421,6 @@ class PUConfig:
             )
         if not 0 <= self.claim_overlap <= 1:
             raise ValueError(f"claim_overlap must be in [0, 1], got {self.claim_overlap}")
-        if not 0 <= self.valley_depth < 1:
-            raise ValueError(f"valley_depth must be in [0, 1), got {self.valley_depth}")
         if self.cluster_split is not None and not 0 <= self.cluster_split < 0.5:
             raise ValueError(f"cluster_split must be in [0, 0.5) or None, got {self.cluster_split}")
         if self.interval_resamples < 0 or self.interval_resamples == 1:

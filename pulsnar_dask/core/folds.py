@@ -273,12 +273,10 @@ def trainable_rows(
     labels: np.ndarray,
     thresholds: dict[int, np.uint64] | None,
     seed: int,
-    untrained: np.ndarray | None = None,
 ) -> np.ndarray:
     """Return which rows may train a model: those under their label's cut-off
-    (:func:`subsample_thresholds`; ``None``: no cut-off) and none of the ``untrained``
-    ids (scored, but trained on by no model; ``None``: none)."""
-    keep = np.ones(len(row_ids), dtype=bool) if untrained is None else ~np.isin(row_ids, untrained)
+    (:func:`subsample_thresholds`; ``None``: no cut-off)."""
+    keep = np.ones(len(row_ids), dtype=bool)
     if thresholds:
         hashes = row_hash(row_ids, seed + _SUBSAMPLE_SALT)
         labels = np.asarray(labels)
@@ -288,33 +286,16 @@ def trainable_rows(
     return keep
 
 
-def training_thresholds(
-    row_ids: np.ndarray,
-    labels: np.ndarray,
-    max_ratio: float | None,
-    max_rows: int | None,
-    seed: int,
-    untrained: np.ndarray | None = None,
-) -> dict[int, np.uint64] | None:
-    """:func:`subsample_thresholds` over the rows a model may train on: the caps count
-    none of the ``untrained`` ids (``None``: none)."""
-    if untrained is not None:
-        eligible = ~np.isin(row_ids, untrained)
-        row_ids, labels = row_ids[eligible], np.asarray(labels)[eligible]
-    return subsample_thresholds(row_ids, labels, max_ratio, max_rows, seed)
-
-
 def training_subsample(
     row_ids: np.ndarray,
     labels: np.ndarray,
     max_ratio: float | None,
     max_rows: int | None,
     seed: int,
-    untrained: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """Choose the rows a classifier may train on: every positive and at most
     ``max_ratio`` unlabeled rows per positive, both thinned in proportion to at most
-    ``max_rows`` rows, none of them among the ``untrained`` ids.
+    ``max_rows`` rows.
 
     The rows kept are those with the smallest hashes (a different stream from the
     folds'), so the choice does not depend on row order or partitioning.
@@ -322,13 +303,12 @@ def training_subsample(
     Returns
     -------
     ndarray of bool or None
-        Rows allowed in training; ``None`` when every row is (no cap, or under it, and
-        no untrained rows).
+        Rows allowed in training; ``None`` when every row is (no cap, or under it).
     """
-    thresholds = training_thresholds(row_ids, labels, max_ratio, max_rows, seed, untrained)
-    if thresholds is None and untrained is None:
+    thresholds = subsample_thresholds(row_ids, labels, max_ratio, max_rows, seed)
+    if thresholds is None:
         return None
-    return trainable_rows(row_ids, labels, thresholds, seed, untrained)
+    return trainable_rows(row_ids, labels, thresholds, seed)
 
 
 def take_rows(rows: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -10,9 +10,7 @@ spans all three:
    deviation ``sd``;
 2. the reader: alpha read with the kernel objective and with the tail ratios
    (:mod:`pulsnar_dask.core.alpha`), whose biases differ, and with the configured reader if it
-   is another (where ``method="auto"`` read alpha at a valley of the unlabeled rows'
-   scores, the subproblem read there, PULSCAR's or its second scoring, is read with the
-   valley reader alone);
+   is another;
 3. the labeling assumption: PULSNAR's clusters and PULSCAR, where both were computed
    (``method="auto"`` with more than one cluster).
 
@@ -151,7 +149,6 @@ def alpha_interval(
     seed: int = 0,
     alphas: Sequence[float] = (),
     map_resamples: Callable[[Callable[..., Any], Sequence[tuple]], list[Any]] | None = None,
-    readers: Mapping[str, Sequence[str]] | None = None,
 ) -> AlphaInterval:
     """Return the 95% interval of alpha from the collected probabilities.
 
@@ -175,11 +172,6 @@ def alpha_interval(
         ``map(fn, calls) -> [fn(*args) for args in calls]``, run where it can (an
         executor's ``map``: the resamples as tasks); ``None``: one after another here.
         Each resample has its own seed, so the result is the same either way.
-    readers : mapping of str to sequences of str, or None
-        The readers of the named groups, where not ``config.alpha_estimator`` and
-        ``INTERVAL_READERS``: ``{"pulscar": ("valley",)}`` where ``method="auto"`` read
-        alpha at a valley (the other readers read SNAR data low there, as the valley
-        reader was chosen because they do).
 
     Returns
     -------
@@ -195,8 +187,7 @@ def alpha_interval(
         if not np.array_equal(s.row_ids[s.labels == 0], unlabeled_ids):
             raise ValueError("every subproblem must hold the same unlabeled rows")
     del unlabeled_ids
-    default = tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
-    group_readers = [tuple((readers or {}).get(name, default)) for name in names]
+    group_readers = [tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))] * len(names)
     # Which clusters count as one subtype is read once, from the collected probabilities.
     subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]
     pairs = [[(s.probabilities, s.labels) for s in group] for group in subs]

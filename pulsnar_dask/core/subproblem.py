@@ -127,7 +127,6 @@ def canonical_subproblem(
     config: PUConfig,
     seed: int,
     copies: CopyGroups = NO_COPIES,
-    untrained: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Put a subproblem's rows in canonical order (by row id), check it, and assign folds.
 
@@ -135,8 +134,8 @@ def canonical_subproblem(
     -------
     (X, labels, row_ids, folds, trainable)
         Sorted by row id; ``labels`` as int8, ``folds`` from :func:`assign_folds` (each
-        group of ``copies`` in one fold), ``trainable`` from :func:`training_subsample`,
-        none of the ids in ``untrained`` (``None``: every row).
+        group of ``copies`` in one fold), ``trainable`` from :func:`training_subsample`
+        (``None``: every row).
     """
     order = np.argsort(row_ids, kind="stable")
     labels = np.asarray(labels)[order].astype(np.int8)
@@ -148,7 +147,7 @@ def canonical_subproblem(
         row_ids,
         assign_folds(row_ids, labels, config.n_folds, seed, copies),
         training_subsample(
-            row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed, untrained
+            row_ids, labels, config.max_unlabeled_ratio, config.max_train_rows, seed
         ),
     )
 
@@ -161,7 +160,6 @@ def cross_validated_scores(
     seed: int,
     feature_types: list[str] | None = None,
     copies: CopyGroups = NO_COPIES,
-    untrained: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
     """Score every row with cross-validated XGBoost, in canonical order (by row id), so
     the result does not depend on the order the rows arrive in.
@@ -180,9 +178,6 @@ def cross_validated_scores(
         XGBoost's type of each column (:func:`pulsnar_dask.core.scoring.matrix`).
     copies : CopyGroups
         Rows whose features are copies of one another's, each group kept in one fold.
-    untrained : ndarray or None
-        Ids of rows that are scored (by the model of their fold) but that no model
-        trains on; ``None``: none.
 
     Returns
     -------
@@ -191,7 +186,7 @@ def cross_validated_scores(
         models as XGBoost JSON.
     """
     X, labels, row_ids, folds, trainable = canonical_subproblem(
-        X, labels, row_ids, config, seed, copies, untrained
+        X, labels, row_ids, config, seed, copies
     )
     params = booster_params(config.xgb_params, seed, config.n_threads)
     proba, models = out_of_fold_probabilities(

@@ -1,6 +1,6 @@
 """The positives' subtypes (PULSNAR): importance features, Gaussian mixtures of the
-positives, the cluster count, and what sets each subtype apart. The SCAR/SNAR call
-from the clusters' alphas is :mod:`pulsnar_dask.core.scar_or_snar`."""
+positives, the cluster count, and what sets each subtype apart. Weighing the clusters'
+reading against PULSCAR's is :func:`pulsnar_dask.pipeline.method_choice.readings_differ`."""
 
 from __future__ import annotations
 

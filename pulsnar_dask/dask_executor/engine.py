@@ -48,7 +48,6 @@ from pulsnar_dask.core.folds import (
     subsample_thresholds,
     take_rows,
     trainable_rows,
-    training_thresholds,
 )
 from pulsnar_dask.core.schema import (
     MAX_CATEGORIES,
@@ -119,7 +118,7 @@ def _scoring_rows(part, request: ScoreRequest, label, id_col, hashes, thresholds
     ids = ids[keep]
     config, seed = request.config, request.seed
     folds = folds_from_hashes(ids, labels, hashes, config.n_folds, seed, copies)
-    train = trainable_rows(ids, labels, thresholds, seed, request.untrained_ids)
+    train = trainable_rows(ids, labels, thresholds, seed)
     return keep, ids, labels, folds, train
 
 
@@ -636,13 +635,8 @@ class DaskExecutor:
             row_ids, labels = self._request_rows(r)
             check_subproblem(labels, r.config)
             hashes = share(self.client, sorted_label_hashes(row_ids, labels, r.seed))
-            thresholds = training_thresholds(
-                row_ids,
-                labels,
-                r.config.max_unlabeled_ratio,
-                r.config.max_train_rows,
-                r.seed,
-                r.untrained_ids,
+            thresholds = subsample_thresholds(
+                row_ids, labels, r.config.max_unlabeled_ratio, r.config.max_train_rows, r.seed
             )
             shared = share(self.client, r)  # its id arrays, sent once
             rows = (shared, puf.label, puf.id, hashes)

@@ -24,8 +24,7 @@ class Diagnostics:
     Attributes
     ----------
     checked : list of SubproblemResult
-        The PU classifiers the checks read: the first iteration's subproblems, or
-        PULSCAR's own where auto read alpha at the valley of a second scoring.
+        The PU classifiers the checks read: the first iteration's subproblems.
     leading_feature : str or None
         The feature the models lean on most, where every classifier separates labeled
         from unlabeled rows perfectly.

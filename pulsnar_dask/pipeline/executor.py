@@ -37,9 +37,6 @@ class ScoreRequest:
     feature_types : list of str or None
         XGBoost's type of each of ``features`` (``c`` categorical, ``q`` numeric);
         ``None``: all numeric.
-    untrained_ids : ndarray or None
-        Rows scored (each by the model of its fold) that no model trains on; ``None``:
-        none.
     """
 
     features: list[str]
@@ -49,7 +46,6 @@ class ScoreRequest:
     seed: int
     name: str
     feature_types: list[str] | None = None
-    untrained_ids: np.ndarray | None = None
 
     def rows(self, row_ids: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which of the table's rows the scoring uses, and the labels it trains on.

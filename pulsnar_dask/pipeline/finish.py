@@ -81,9 +81,8 @@ def interval_of(job: Job, reading: Reading, alphas: list[float]) -> AlphaInterva
         return None
     job.stage(f"95% interval: {config.interval_resamples} resamples of the probabilities")
     assumptions = {reading.method: reading.first}
-    if reading.alternative:
-        other = "pulscar" if reading.method == "pulsnar" else "pulsnar"
-        assumptions[other] = reading.alternative
+    if reading.alternative:  # auto: the clusters, scored beside PULSCAR
+        assumptions["pulsnar"] = reading.alternative
     interval = alpha_interval(assumptions, config, job.seed, alphas, job.executor.map)
     if reading.alternative:
         readings_differ(interval, reading.evidence, config.alpha_estimator)

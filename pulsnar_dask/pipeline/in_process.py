@@ -128,7 +128,7 @@ class InProcessExecutor:
             keep, labels = r.rows(self.row_ids, self.y)
             X, ids = self._columns(r.features)[keep], self.row_ids[keep]
             scores = cross_validated_scores(
-                X, labels, ids, r.config, r.seed, r.feature_types, self.copies, r.untrained_ids
+                X, labels, ids, r.config, r.seed, r.feature_types, self.copies
             )
             out.append(Scored(*scores))
         return out

@@ -80,7 +80,6 @@ class Job:
         positive_ids: np.ndarray | None,
         it: int,
         name: str = "all",
-        untrained: np.ndarray | None = None,
     ) -> ScoreRequest:
         """A subproblem's scoring in iteration ``it``: the given positives (``None``: all)
         against every unlabeled row, on ``columns``.
@@ -98,7 +97,6 @@ class Job:
             self.seed + it,
             f"{name}-it{it}",
             self.executor.schema.feature_types(columns),
-            untrained,
         )
         if positive_ids is not None:
             try:
@@ -117,18 +115,6 @@ class Job:
             )
             for r, s in zip(requests, self.executor.score(requests), strict=True)
         ]
-
-    def rescore(self, pairs: list[tuple[SubproblemResult, np.ndarray]]) -> list[SubproblemResult]:
-        """Each subproblem's labeled positives scored again against its unlabeled rows,
-        on its columns, with no model trained on the ids given with it (iteration by
-        position)."""
-        self.stage("scoring: the labeled positives against the unlabeled rows least like them")
-        return self.subproblems(
-            [
-                self.request(list(r.features), None, it, "negatives", ids)
-                for it, (r, ids) in enumerate(pairs)
-            ]
-        )
 
 
 @dataclass

@@ -25,9 +25,8 @@ OVERLAP_AUC = 0.8
 PERFECT_PU_AUC = 0.9999
 INTERVAL_METHOD = (
     "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
-    "configured reader; where auto read alpha at a valley, the scoring read there with the "
-    "valley reader alone), under PULSNAR and PULSCAR where both were computed; the "
-    "separated-classes count as it is, where it joined (see interval_readings)"
+    "configured reader), under PULSCAR and PULSNAR's clusters where both were computed "
+    "(see interval_readings)"
 )
 
 
@@ -88,11 +87,10 @@ class JobResult:
         subproblem holds every positive (PULSNAR asked for, several clusters).
     pu_auc : list of float
         Each subproblem's out-of-fold ROC AUC of labeled positives against unlabeled
-        rows, first iteration: how well its classifier tells them apart. Where auto read
-        alpha at the valley of its second scoring, PULSCAR's (the second classifier
-        trains on the negatives alone).
+        rows, first iteration: how well its classifier tells them apart.
     method_evidence : dict or None
-        With ``method="auto"``: why ``method`` was chosen (:func:`choose_method`).
+        With ``method="auto"``: the clusters and both readings
+        (:func:`~pulsnar_dask.pipeline.method_choice.choose_reading`).
     clustering : Clustering or None
         PULSNAR and auto: the BIC curve, each positive's cluster and the features used.
     profiles : list or None
@@ -244,8 +242,7 @@ def headline(summary: dict[str, Any]) -> str:
     -------
     str
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
-        (PULSNAR, 5 clusters)`` (``PULSCAR read at the valley of the unlabeled scores``
-        where auto read it there), with the 95% interval (``alpha_interval``, else the
+        (PULSNAR, 5 clusters)``, with the 95% interval (``alpha_interval``, else the
         iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
         identified, when a feature may record the label (perfect separation), when
         alpha may be far too high (positives and negatives overlap), or when alpha may
