@@ -203,6 +203,8 @@ GRID = {
 }
 # the warnings that say a run cannot know (the others note the data, not the reading)
 HONEST = ("hardly tells", "perfectly separated", "can go unseen")
+# what a commit's run warns as it ran: the overlap line, and auto's two readings apart
+AS_RAN_WARNINGS = (*HONEST, "overlap (implied AUC", "cannot tell SCAR from SNAR")
 CONFIDENT_ERROR = 0.05  # an error past it, outside the interval, with no warning
 SMALL_ERROR = 0.02  # a warning on a run closer than this is a false alarm
 
@@ -309,9 +311,7 @@ def figures(reads: pd.DataFrame) -> pd.DataFrame:
 def read_as_ran(run: dict) -> dict:
     """One recorded fit as it ran (its alpha, interval and warnings): :func:`read_run`'s
     figures for a commit's own defaults."""
-    warned = any(
-        any(key in w for key in (*HONEST, "overlap (implied AUC")) for w in run["warnings"]
-    )
+    warned = any(any(key in w for key in AS_RAN_WARNINGS) for w in run["warnings"])
     error = abs(run["alpha"] - run["true"])
     miss = max(run["low"] - run["true"], run["true"] - run["high"], 0.0)
     return {
@@ -468,19 +468,24 @@ def held_out_losses(reads: pd.DataFrame) -> tuple[pd.Series, float]:
     return losses, float(by_group.mean())
 
 
-def confirm(runs_path: Path, held_out_path: Path, defaults_path: Path, name: str) -> None:
+def confirm(runs_path: Path, held_out_path: Path, as_ran: list[Path], name: str) -> None:
     """Judge on the held-out panel the setting chosen on every family of ``runs_path``
     (seeds 0-4), beside PULSCAR and PULSNAR alone, PULSCAR with an interval that spans
-    PULSNAR's readings where they differ (warned), and a commit's defaults as they ran
-    (``defaults_path``), on the runs both fits hold of seeds 5-9."""
+    PULSNAR's readings where they differ (warned), and commits' defaults as they ran
+    (``as_ran``: a file of fits each), on the runs of seeds 5-9 that every file holds."""
     visible = _records(runs_path)
     best, _ = choose(visible[visible.set.isin(FAMILIES)].reset_index(drop=True), settings_grid())
     held = _records(held_out_path)
-    defaults = _records(defaults_path)
-    held = held[held.seed.isin(REPORTED_SEEDS)].merge(defaults[KEYS], on=KEYS)
-    defaults = defaults.merge(held[KEYS], on=KEYS)
+    held = held[held.seed.isin(REPORTED_SEEDS)]
+    ran = [_records(path) for path in as_ran]
+    for fits in ran:
+        held = held.merge(fits[KEYS], on=KEYS)
+    ran = [held[KEYS].merge(fits, on=KEYS) for fits in ran]
     configs = {
-        f"defaults of {', '.join(sorted(defaults.commit.unique()))}": read_all_as_ran(defaults),
+        **{
+            f"defaults of {', '.join(sorted(fits.commit.unique()))}": read_all_as_ran(fits)
+            for fits in ran
+        },
         f"candidate ({_setting_text(best)})": read_all(held, best),
         **{label: read_all(held, {**best, **s}) for label, s in HELD_OUT_READINGS.items()},
     }
@@ -492,7 +497,7 @@ def confirm(runs_path: Path, held_out_path: Path, defaults_path: Path, name: str
         f"chosen on seeds 0-4 of every family of `{runs_path.name}`; {len(held)} runs of "
         f"seeds {', '.join(map(str, sorted(held.seed.unique())))} on "
         f"{held.set.nunique()} held-out families (benchmarks/realdata.py, HELD_OUT_SETS), "
-        "each run fitted by both commits. `loss` is the job's (MAE + 0.1 x interval score "
+        "each run fitted by every commit named. `loss` is the job's (MAE + 0.1 x interval score "
         "+ 0.05 x false alarms + 0.25 x confident wrong runs); `overall` weighs the three "
         "groups alike.",
         "",
@@ -549,7 +554,7 @@ def main() -> None:
         default=[],
         metavar="OPTION=JSON",
         help="a PULSNAR parameter other than its default (a rule turned off: "
-        "valley_depth=0, cluster_split=null, claim_overlap=1)",
+        "cluster_split=null, claim_overlap=1)",
     )
     tabling = sub.add_parser("table", help="choose settings out of sample and report")
     tabling.add_argument("--runs", type=Path, required=True)
@@ -558,7 +563,9 @@ def main() -> None:
     confirming = sub.add_parser("confirm", help="judge the chosen setting on the held-out panel")
     confirming.add_argument("--runs", type=Path, required=True, help="the candidate's fits")
     confirming.add_argument("--held-out", type=Path, required=True, help="its held-out fits")
-    confirming.add_argument("--defaults", type=Path, required=True, help="defaults' held-out fits")
+    confirming.add_argument(
+        "--as-ran", type=Path, nargs="+", required=True, help="commits' defaults' held-out fits"
+    )
     confirming.add_argument("--name", default="held_out", help="results files' name")
     args = parser.parse_args()
     if args.command == "fit":
@@ -571,7 +578,7 @@ def main() -> None:
         )
         fit(args.families, args.seeds, args.out, {n: getattr(config, n) for n in names})
     elif args.command == "confirm":
-        confirm(args.runs, args.held_out, args.defaults, args.name)
+        confirm(args.runs, args.held_out, args.as_ran, args.name)
     else:
         table(args.runs, args.before, args.name)
 
