@@ -67,15 +67,14 @@ Pairs = Sequence[Sequence[tuple[np.ndarray, np.ndarray]]]
 def _readings(
     groups: Pairs,
     subtypes: Sequence[np.ndarray],
-    readers: Sequence[Sequence[str]],
+    readers: Sequence[str],
     config: PUConfig,
     seed: int,
     picks: Sequence[tuple[np.ndarray, list[np.ndarray]]] | None,
 ) -> np.ndarray:
     """Alpha per (group, reader), the subproblems' ``(probabilities, labels)`` combined as
-    configured, on the rows or on one resample of them; ``readers[g]`` are group ``g``'s
-    (NaN past a group's last reader)."""
-    out = np.full((len(groups), max(map(len, readers))), np.nan)
+    configured, on the rows or on one resample of them."""
+    out = np.empty((len(groups), len(readers)))
     for g, group in enumerate(groups):
         resampled = []
         for s, (p, y) in enumerate(group):
@@ -87,7 +86,7 @@ def _readings(
                 p = np.concatenate([pos, unl])
                 y = np.concatenate([np.ones(pos.size, np.int8), np.zeros(unl.size, np.int8)])
             resampled.append((p, y, unl))
-        for r, reader in enumerate(readers[g]):
+        for r, reader in enumerate(readers):
             cfg = config.with_(alpha_estimator=reader)
             alphas = [alpha_value(p, y, cfg, seed) for p, y, _ in resampled]
             out[g, r] = combined_alpha([unl for *_, unl in resampled], alphas, subtypes[g])
@@ -98,7 +97,7 @@ def resample_readings(
     resample: np.random.SeedSequence,
     sizes: Sequence[int],
     subtypes: Sequence[np.ndarray],
-    readers: Sequence[Sequence[str]],
+    readers: Sequence[str],
     config: PUConfig,
     seed: int,
     *arrays: np.ndarray,
@@ -116,15 +115,14 @@ def resample_readings(
     sizes : sequence of int
         Subproblems per group.
     subtypes, readers, config, seed
-        As :func:`_readings` (``readers``: each group's).
+        As :func:`_readings`.
     *arrays : ndarray
         Each subproblem's probabilities and labels, group after group (flat, so that a
         Dask executor sends each array to a worker once for every resample).
 
     Returns
     -------
-    ndarray of shape (n_groups, the most readers of a group)
-        NaN past a group's last reader.
+    ndarray of shape (n_groups, n_readers)
     """
     pairs = list(zip(arrays[::2], arrays[1::2], strict=True))
     bounds = np.cumsum([0, *sizes])
@@ -187,27 +185,26 @@ def alpha_interval(
         if not np.array_equal(s.row_ids[s.labels == 0], unlabeled_ids):
             raise ValueError("every subproblem must hold the same unlabeled rows")
     del unlabeled_ids
-    group_readers = [tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))] * len(names)
+    readers = tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
     # Which clusters count as one subtype is read once, from the collected probabilities.
     subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]
     pairs = [[(s.probabilities, s.labels) for s in group] for group in subs]
-    point = _readings(pairs, subtypes, group_readers, config, seed, None)
+    point = _readings(pairs, subtypes, readers, config, seed, None)
     arrays = [a for group in pairs for pair in group for a in pair]
     sizes = [len(group) for group in subs]
     calls = [
-        (resample, sizes, subtypes, group_readers, config, seed, *arrays)
+        (resample, sizes, subtypes, readers, config, seed, *arrays)
         for resample in np.random.SeedSequence(seed).spawn(n_resamples)
     ]
     resampled = (map_resamples or _in_turn)(resample_readings, calls)
     sd = np.std(resampled, axis=0, ddof=1)
-    read = np.array([[r < len(g) for r in range(point.shape[1])] for g in group_readers])
-    low, high = np.min((point - Z_95 * sd)[read]), np.max((point + Z_95 * sd)[read])
+    low, high = np.min(point - Z_95 * sd), np.max(point + Z_95 * sd)
     if len(alphas) > 1:
         _, mean_low, mean_high = mean_ci(np.asarray(alphas))
         low, high = min(low, mean_low), max(high, mean_high)
     readings = {
         f"{name} {reader}": (float(point[g, r]), float(sd[g, r]))
         for g, name in enumerate(names)
-        for r, reader in enumerate(group_readers[g])
+        for r, reader in enumerate(readers)
     }
     return AlphaInterval(float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0)), readings)
