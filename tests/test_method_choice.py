@@ -46,6 +46,7 @@ def test_the_headline_says_scar_or_snar_where_the_readings_differ():
                "n_clusters": 1, "alpha_identified": True, "alpha_interval": [0.17, 0.34],
                "method_evidence": evidence}  # fmt: skip
     line = headline(summary)
+    assert "unlabeled rows (PULSCAR; 3 clusters read beside it); 95% interval" in line
     assert line.endswith(
         "; SCAR OR SNAR: PULSCAR reads 0.210, the 3 clusters 0.300, further apart than "
         "their noise; the interval spans both"

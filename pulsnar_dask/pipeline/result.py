@@ -242,17 +242,26 @@ def headline(summary: dict[str, Any]) -> str:
     -------
     str
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
-        (PULSNAR, 5 clusters)``, with the 95% interval (``alpha_interval``, else the
+        (PULSNAR, 5 clusters)`` (auto with several clusters: ``(PULSCAR; 5 clusters
+        read beside it)``), with the 95% interval (``alpha_interval``, else the
         iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
         identified, when a feature may record the label (perfect separation), when
-        alpha may be far too high (positives and negatives overlap), or when alpha may
-        be read low (one cluster found on part of the features).
+        alpha may be far too high (positives and negatives overlap), when PULSCAR's and
+        the clusters' readings differ beyond their noise (SCAR or SNAR), or when alpha
+        may be read low (one cluster found on part of the features).
     """
     n_unlabeled = summary["n_unlabeled"]
+    evidence = summary.get("method_evidence") or {}
+    # auto with several clusters: PULSCAR's reading, the clusters' beside it
+    clusters = evidence["n_clusters"] if "readings" in evidence else summary["n_clusters"]
     text = (
         f"alpha {summary['alpha']:.3f}: about {summary['hidden_positives']:,} hidden positives "
         f"among {n_unlabeled:,} unlabeled rows ({summary['method'].upper()}"
-        + f", {summary['n_clusters']} cluster{'s' if summary['n_clusters'] > 1 else ''})"
+        + (
+            f"; {clusters} clusters read beside it)"
+            if "readings" in evidence
+            else f", {clusters} cluster{'s' if clusters > 1 else ''})"
+        )
     )
     if "alpha_interval" in summary:
         low, high = summary["alpha_interval"]
@@ -281,7 +290,7 @@ def headline(summary: dict[str, Any]) -> str:
             "; MAY BE HIGH: positives and negatives overlap (implied AUC "
             f"{summary['negative_auc']:.3f}), so every reading also counts negatives"
         )
-    elif (evidence := summary.get("method_evidence") or {}).get("readings_differ"):
+    elif evidence.get("readings_differ"):
         text += (
             f"; SCAR OR SNAR: PULSCAR reads {evidence['readings']['pulscar']:.3f}, the "
             f"{evidence['n_clusters']} clusters {evidence['readings']['pulsnar']:.3f}, further "
