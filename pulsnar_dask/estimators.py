@@ -383,7 +383,8 @@ class PULSNAR(PULSCAR):
     method_evidence_ : dict or None
         With ``method="auto"``: the clusters found (``n_clusters``), ``reason``, and
         where there are several, both readings (``readings``) and whether they differ
-        beyond their bootstrap noise (``readings_differ``; the run then warns).
+        beyond their bootstrap noise (``readings_differ``: the run then warns; None
+        where not weighed, with one cluster or ``interval_resamples=0``).
     clustering_ : Clustering
         BIC curve, cluster of each positive, features used.
     cluster_estimates_ : list of AlphaEstimate

@@ -109,7 +109,9 @@ def test_auto_flags_one_cluster_found_on_the_top_features_only():
     assert "on the top 3 of the 12 features" in top3.method_evidence_["reason"]
     assert top3.method_evidence_["cluster_features"] == 3
     assert top3.method_evidence_["model_features"] == full.method_evidence_["model_features"]
-    assert "readings" not in top3.method_evidence_  # one cluster: nothing to weigh
+    # one cluster: nothing to weigh
+    assert "readings" not in top3.method_evidence_
+    assert top3.method_evidence_["readings_differ"] is None
     assert top3.alpha_ == full.alpha_  # PULSCAR either way: only the evidence differs
 
 

@@ -35,7 +35,7 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult]) -> None:
         "n_clusters": n_clusters,
         "cluster_features": int(clustering.cluster_features.size),
         "model_features": int(clustering.model_features.size),
-        "readings_differ": False,
+        "readings_differ": None,  # not weighed: one cluster, or no interval
     }
     if pulscar:
         evidence["reason"] = (
@@ -66,10 +66,10 @@ def readings_differ(interval: AlphaInterval, evidence: dict[str, Any], reader: s
     """Weigh auto's two readings against their bootstrap noise, in ``evidence``.
 
     ``evidence["readings"]`` gets PULSCAR's and the clusters' alpha by ``reader``;
-    ``evidence["readings_differ"]`` is True, and the run warns, where they lie more than
-    1.96 of their combined standard deviations apart: the data cannot tell whether the
-    positives were labeled at random (PULSCAR's reading) or each subtype at its own rate
-    (the clusters'), and alpha may lie anywhere the interval spans.
+    ``evidence["readings_differ"]`` (None until weighed) is True, and the run warns, where
+    they lie more than 1.96 of their combined standard deviations apart: the data cannot
+    tell whether the positives were labeled at random (PULSCAR's reading) or each subtype
+    at its own rate (the clusters'), and alpha may lie anywhere the interval spans.
 
     Parameters
     ----------
@@ -86,8 +86,8 @@ def readings_differ(interval: AlphaInterval, evidence: dict[str, Any], reader: s
     if evidence["readings_differ"]:
         logger.warning(
             "method auto cannot tell SCAR from SNAR: PULSCAR reads %.3f and the %d clusters "
-            "%.3f, further apart than their noise; alpha is PULSCAR's, and may be as high as "
-            "the clusters' if each subtype is labeled at its own rate: the interval spans both",
+            "%.3f, further apart than their noise; alpha is PULSCAR's, and nearer the "
+            "clusters' if each subtype is labeled at its own rate: the interval spans both",
             a,
             evidence["n_clusters"],
             b,
