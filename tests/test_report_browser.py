@@ -29,7 +29,8 @@ def run(tmp_path_factory):
     small_snar(tmp / "in.parquet", partitions=2)
     out = tmp / "out"
     args = ["run", "--input", str(tmp / "in.parquet"), "--out", str(out), "--n-workers", "2",
-            "--quiet", "--calibrate", "--true-label-col", "true_label"]  # fmt: skip
+            "--quiet", "--calibrate", "--true-label-col", "true_label",
+            "--method", "pulsnar"]  # fmt: skip
     assert main(args) == 0
     return out, json.loads((out / "summary.json").read_text())
 
@@ -74,7 +75,7 @@ def test_subtype_table_and_every_plot_with_its_caption_are_shown(run, browser):
 
     out, summary = run
     browser.get((out / "report.html").as_uri())
-    assert summary["method"] == "pulsnar"  # three well-separated subtypes, SNAR labeling
+    assert summary["method"] == "pulsnar"  # the clusters' reading: a row per subtype
     rows = browser.find_elements(By.CSS_SELECTOR, "#subtypes tbody tr")
     assert len(rows) == summary["n_clusters"] == len(summary["subtypes"])
     for row, subtype in zip(rows, summary["subtypes"], strict=True):
