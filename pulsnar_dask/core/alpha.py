@@ -252,15 +252,6 @@ class ValleyCut:
     depth: float
     labeled_below: float
 
-    def as_dict(self) -> dict[str, float]:
-        """JSON-ready, rounded as the summary prints it."""
-        return {
-            "alpha": round(self.alpha, 4),
-            "cut": float(f"{self.cut:.4g}"),
-            "depth": round(self.depth, 3),
-            "labeled_below": round(self.labeled_below, 4),
-        }
-
 
 def _logits(p: np.ndarray) -> np.ndarray:
     q = np.clip(p, LOGIT_CLIP, 1.0 - LOGIT_CLIP)
