@@ -9,6 +9,7 @@ from pulsnar_dask.core.alpha import (
     alpha_objective,
     region_mask,
 )
+from pulsnar_dask.core.score_counts import ScoreVectors
 
 
 def _agreement(sizes, seed):
@@ -65,18 +66,26 @@ def test_upper_and_all_regions_differ_when_the_ratio_dips_low():
     assert whole == pytest.approx(0.1, abs=2e-4)
 
 
+def _median(positives):
+    """The positives' median as the readers take it (``inverted_cdf``)."""
+    p = np.asarray(positives, dtype=float)
+    return float(ScoreVectors(p, np.ones(p.size, np.int8)).quantiles(1, np.array([0.5]))[0])
+
+
 def test_positives_region_starts_at_the_positives_median_above_one_half():
     grid = np.linspace(0, 1, 11)
     # median 0.7 (a grid point, kept), mean 0.53: the region starts at the median
     positives = np.array([0.05, 0.1, 0.7, 0.8, 0.99])
     np.testing.assert_array_equal(
-        region_mask(grid, "positives", positives), grid >= grid[7] - 1e-12
+        region_mask(grid, "positives", _median(positives)), grid >= grid[7] - 1e-12
     )
     # a median below 0.5: the reference's floor
-    np.testing.assert_array_equal(region_mask(grid, "positives", [0.1, 0.2, 0.3, 0.9]), grid > 0.5)
+    below = _median([0.1, 0.2, 0.3, 0.9])
+    np.testing.assert_array_equal(region_mask(grid, "positives", below), grid > 0.5)
     # the tail reader's median (inverted_cdf): of 0.6 and 0.9, 0.6, not 0.75
-    np.testing.assert_array_equal(region_mask(grid, "positives", [0.6, 0.9]), grid > 0.55)
-    np.testing.assert_array_equal(region_mask(grid, "positives", np.ones(3)), grid == 1)
+    assert _median([0.6, 0.9]) == 0.6
+    np.testing.assert_array_equal(region_mask(grid, "positives", 0.6), grid > 0.55)
+    np.testing.assert_array_equal(region_mask(grid, "positives", 1.0), grid == 1)
     np.testing.assert_array_equal(region_mask(grid, "upper"), grid > 0.5)
     with pytest.raises(ValueError, match="needs the positives"):
         region_mask(grid, "positives")
@@ -90,7 +99,7 @@ def test_positives_region_skips_the_ratio_below_the_positives_median():
     f_p = np.array([0.0, 0.0, 0.0, 0.05, 0.05, 0.9])
     f_u = np.array([0.5, 0.2, 0.0, 0.001, 0.029, 0.27])
     upper = alpha_from_objective(alpha_objective(f_p, f_u, grid, "upper"))
-    at_top = alpha_from_objective(alpha_objective(f_p, f_u, grid, "positives", positives))
+    at_top = alpha_from_objective(alpha_objective(f_p, f_u, grid, "positives", _median(positives)))
     assert upper == pytest.approx(0.02, abs=2e-4)
     assert at_top == pytest.approx(0.3, abs=2e-4)
 
@@ -103,10 +112,12 @@ def test_estimate_alpha_takes_the_region_from_the_positives_probabilities():
     r = estimate_alpha(p, y, region="positives")
     assert r.region == "positives"
     expected = alpha_objective(
-        r.density_positive, r.density_unlabeled, r.grid, "positives", p[y == 1]
+        r.density_positive, r.density_unlabeled, r.grid, "positives", _median(p[y == 1])
     )
     np.testing.assert_array_equal(r.objective, expected)
-    pooled = alpha_objective(r.density_positive, r.density_unlabeled, r.grid, "positives", p)
+    pooled = alpha_objective(
+        r.density_positive, r.density_unlabeled, r.grid, "positives", _median(p)
+    )
     assert not np.array_equal(r.objective, pooled)
 
 
@@ -156,7 +167,7 @@ def test_tail_ratios_known_answer():
     unl = np.array([0.55, 0.65, 0.95] + [0.05] * 7)
     p = np.r_[pos, unl]
     y = np.r_[np.ones(10), np.zeros(10)].astype(int)
-    thresholds, ratios = tail_ratios(p, y, tail_fraction=0.1)
+    thresholds, ratios = tail_ratios(ScoreVectors(p, y), tail_fraction=0.1)
     # ten quantiles of the positives from the median to the 0.9 quantile
     np.testing.assert_allclose(thresholds, [0.5, 0.6, 0.6, 0.7, 0.7, 0.8, 0.8, 0.9, 0.9, 0.9])
     # P_U(p >= t) / P_P(p >= t) at 0.5 .. 0.9: 0.3/0.6, 0.2/0.5, 0.1/0.4, 0.1/0.3, 0.1/0.2
@@ -164,7 +175,7 @@ def test_tail_ratios_known_answer():
     np.testing.assert_allclose(ratios, [expected[round(t, 1)] for t in thresholds])
     assert estimate_alpha(p, y, estimator="tail").alpha == pytest.approx(0.25)
     with pytest.raises(ValueError, match="tail_fraction"):
-        tail_ratios(p, y, tail_fraction=0.5)
+        tail_ratios(ScoreVectors(p, y), tail_fraction=0.5)
 
 
 def test_tail_estimator_reads_the_share_at_the_top():
@@ -245,7 +256,7 @@ def test_tail_ratios_count_the_unlabeled_tails_as_sorting_does():
     for decimals in (1, 2, 3):  # rounded values tie with the thresholds
         p = np.round(np.r_[rng.beta(5, 2, 700), rng.beta(2, 5, 9000)], decimals)
         y = np.r_[np.ones(700, np.int8), np.zeros(9000, np.int8)]
-        thresholds, ratios = tail_ratios(p, y, 0.1)
+        thresholds, ratios = tail_ratios(ScoreVectors(p, y), 0.1)
         pos, unl = np.sort(p[y == 1]), np.sort(p[y == 0])
         tail_p = 1.0 - np.searchsorted(pos, thresholds, side="left") / pos.size
         tail_u = 1.0 - np.searchsorted(unl, thresholds, side="left") / unl.size

@@ -35,18 +35,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pulsnar_dask.core.binning import BIN_METHODS, bin_count
+from pulsnar_dask.core.binning import BIN_METHODS
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import ALPHA_ESTIMATORS, ALPHA_REGIONS, DEFAULT_TAIL_FRACTION
 from pulsnar_dask.core.density import (
     BANDWIDTH_BOUNDS,
     DEFAULT_FINE_BINS,
-    KernelSample,
     beta_kernel_density,
-    histogram_density,
-    node_weights,
     select_bandwidth,
 )
+from pulsnar_dask.core.score_counts import ScoreCounts, Scores, ScoreVectors
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +106,7 @@ class AlphaEstimate:
     tail_ratios: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
-def region_mask(grid: np.ndarray, region: str, positives: np.ndarray | None = None) -> np.ndarray:
+def region_mask(grid: np.ndarray, region: str, positives_median: float | None = None) -> np.ndarray:
     """Grid points the objective's minimum is taken over.
 
     Parameters
@@ -122,8 +120,8 @@ def region_mask(grid: np.ndarray, region: str, positives: np.ndarray | None = No
         last point, 1, always is). The positives' density there rests on at least half
         of them; below it, where few positives and fewer hidden ones score, the ratio of
         two thin densities is noise and its minimum is biased low.
-    positives : ndarray or None
-        The labeled positives' probabilities (``positives`` only).
+    positives_median : float or None
+        The labeled positives' median probability (``positives`` only).
 
     Returns
     -------
@@ -134,11 +132,9 @@ def region_mask(grid: np.ndarray, region: str, positives: np.ndarray | None = No
         return np.ones_like(grid, dtype=bool)
     if region == "upper":
         return grid > 0.5
-    # positives
-    positives = np.asarray(positives if positives is not None else [], dtype=float)
-    if positives.size == 0:
-        raise ValueError("the positives region needs the positives' probabilities")
-    return (grid > 0.5) & (grid >= np.quantile(positives, 0.5, method="inverted_cdf"))
+    if positives_median is None:
+        raise ValueError("the positives region needs the positives' median probability")
+    return (grid > 0.5) & (grid >= positives_median)
 
 
 def alpha_objective(
@@ -146,7 +142,7 @@ def alpha_objective(
     density_unlabeled: np.ndarray,
     grid: np.ndarray,
     region: str = "upper",
-    positives: np.ndarray | None = None,
+    positives_median: float | None = None,
 ) -> np.ndarray:
     """Return ``log10(|min_z (f_u(z) - a f_p(z))| + eps)`` for every candidate ``a``.
 
@@ -158,15 +154,15 @@ def alpha_objective(
         The grid points.
     region : {"positives", "upper", "all"}
         Grid points the minimum is taken over (:func:`region_mask`).
-    positives : ndarray or None
-        The labeled positives' probabilities (region ``positives`` only).
+    positives_median : float or None
+        The labeled positives' median probability (region ``positives`` only).
 
     Returns
     -------
     ndarray of shape (len(CANDIDATES),)
         The objective, in log10 units.
     """
-    mask = region_mask(grid, region, positives)
+    mask = region_mask(grid, region, positives_median)
     fp, fu = density_positive[mask], density_unlabeled[mask]
     min_fp = abs(float(density_positive.min()))
     eps = min_fp if min_fp > 0 else 1e-10
@@ -191,14 +187,15 @@ def alpha_from_objective(objective: np.ndarray) -> float:
 
 
 def tail_ratios(
-    probabilities: np.ndarray, labels: np.ndarray, tail_fraction: float = DEFAULT_TAIL_FRACTION
+    scores: Scores, tail_fraction: float = DEFAULT_TAIL_FRACTION
 ) -> tuple[np.ndarray, np.ndarray]:
     """Ratio of unlabeled to positive tail probabilities at a few thresholds.
 
     Parameters
     ----------
-    probabilities, labels : ndarray of shape (n,)
-        Out-of-fold probabilities; labels 1 positive, 0 unlabeled.
+    scores : Scores
+        The probabilities (:class:`~pulsnar_dask.core.score_counts.ScoreVectors`) or their
+        counts (:class:`~pulsnar_dask.core.score_counts.ScoreCounts`).
     tail_fraction : float
         The thresholds are ``TAIL_THRESHOLDS`` quantiles of the positives' probabilities,
         evenly spaced from the median to the ``1 - tail_fraction`` quantile. Few fixed
@@ -212,17 +209,8 @@ def tail_ratios(
     """
     if not 0 < tail_fraction < 0.5:
         raise ValueError(f"tail_fraction must be in (0, 0.5), got {tail_fraction}")
-    p, y = _check_inputs(probabilities, labels)
-    pos = np.sort(p[y == 1])
-    quantiles = np.linspace(0.5, 1.0 - tail_fraction, TAIL_THRESHOLDS)
-    thresholds = np.quantile(pos, quantiles, method="inverted_cdf")
-    tail_p = 1.0 - np.searchsorted(pos, thresholds, side="left") / pos.size
-    # unlabeled rows below each threshold, counted without sorting them (there may be
-    # millions): the same counts as searchsorted on the sorted rows
-    passed = np.searchsorted(thresholds, p[y == 0], side="right")  # thresholds a row reaches
-    below = np.cumsum(np.bincount(passed, minlength=thresholds.size + 1))[:-1]
-    tail_u = 1.0 - below / passed.size
-    return thresholds, tail_u / tail_p
+    thresholds = scores.quantiles(1, np.linspace(0.5, 1.0 - tail_fraction, TAIL_THRESHOLDS))
+    return thresholds, scores.share_at_least(0, thresholds) / scores.share_at_least(1, thresholds)
 
 
 def _smallest_ratio(ratios: np.ndarray) -> float:
@@ -420,29 +408,39 @@ class RatioReading:
     ratios: np.ndarray
 
 
-def _tail_reading(p: np.ndarray, y: np.ndarray, tail_fraction: float, seed: int | None):
-    thresholds, ratios = tail_ratios(p, y, tail_fraction)
+def _tail_reading(scores: Scores, tail_fraction: float, seed: int | None) -> RatioReading:
+    thresholds, ratios = tail_ratios(scores, tail_fraction)
     return RatioReading(_smallest_ratio(ratios), thresholds, ratios)
 
 
-def _bbe_reading(p: np.ndarray, y: np.ndarray, tail_fraction: float, seed: int | None):
+def _rows(scores: Scores) -> tuple[np.ndarray, np.ndarray]:
+    if not isinstance(scores, ScoreVectors):
+        raise ValueError("the bbe and valley readers read the probabilities themselves")
+    return scores.probabilities, scores.labels
+
+
+def _bbe_reading(scores: Scores, tail_fraction: float, seed: int | None) -> RatioReading:
+    p, y = _rows(scores)
     thresholds, ratios, _ = best_bin_ratios(p, y)
     return RatioReading(best_bin_alpha(p, y, random_state=seed), thresholds, ratios)
 
 
-def _valley_reading(p: np.ndarray, y: np.ndarray, tail_fraction: float, seed: int | None):
-    valley = valley_cut(p, y)
+def _valley_reading(scores: Scores, tail_fraction: float, seed: int | None) -> RatioReading:
+    valley = valley_cut(*_rows(scores))
     return RatioReading(valley.alpha, np.array([valley.cut]), np.array([valley.alpha]))
 
 
 # Every reader of alpha but the kernel objective (which reads the densities:
-# :func:`estimate_alpha`), by its name in ``ALPHA_ESTIMATORS``; each takes (probabilities,
-# labels, tail_fraction, seed).
-RATIO_READERS: dict[str, Callable[[np.ndarray, np.ndarray, float, int | None], RatioReading]] = {
+# :func:`estimate_alpha`), by its name in ``ALPHA_ESTIMATORS``; each takes (scores,
+# tail_fraction, seed).
+RATIO_READERS: dict[str, Callable[[Scores, float, int | None], RatioReading]] = {
     "tail": _tail_reading,
     "bbe": _bbe_reading,
     "valley": _valley_reading,
 }
+# The readers that read the rows themselves (BBE's random halvings, the valley's smoothed
+# density of logits): they are given the probabilities, not their counts.
+ROW_READERS = ("bbe", "valley")
 
 
 def _check_inputs(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -458,6 +456,12 @@ def _check_inputs(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.nda
     if not (y == 1).any() or not (y == 0).any():
         raise ValueError("both labeled positives (1) and unlabeled rows (0) are needed")
     return p, y.astype(np.int8)
+
+
+def _check_choices(estimator: str, bin_method: str, region: str) -> None:
+    check_choice("alpha estimator", estimator, ALPHA_ESTIMATORS)
+    check_choice("bin method", bin_method, BIN_METHODS)
+    check_choice("alpha region", region, ALPHA_REGIONS)
 
 
 def estimate_alpha(
@@ -494,10 +498,12 @@ def estimate_alpha(
     bandwidth_bounds : (float, float)
         Search interval for the bandwidth.
     exact : bool
-        Average the kernel over every probability (the oracle; cost grows with ``n``)
-        instead of over ``fine_bins`` weighted bin centres.
+        Read the probabilities themselves (the oracle; the kernel's cost grows with
+        ``n``) instead of their fixed-size counts
+        (:class:`~pulsnar_dask.core.score_counts.ScoreCounts`: the kernel over
+        ``fine_bins`` weighted nodes, quantiles and tail shares on a fine grid of cells).
     fine_bins : int
-        Number of linear-binning nodes of the fast path.
+        Number of linear-binning nodes of the counts.
     kernel_normalization : {"point", "grid"}
         ``point``: each probability's kernel sums to 1 over the grid (mass-preserving);
         ``grid``: the paper's mean kernel, normalised once over the grid.
@@ -516,24 +522,71 @@ def estimate_alpha(
     AlphaEstimate
         ``.alpha`` is the estimate; the rest is kept for plots and diagnostics.
     """
-    check_choice("alpha estimator", estimator, ALPHA_ESTIMATORS)
-    check_choice("bin method", bin_method, BIN_METHODS)
-    check_choice("alpha region", region, ALPHA_REGIONS)
+    _check_choices(estimator, bin_method, region)
     p, y = _check_inputs(probabilities, labels)
-    k = bin_count(p, bin_method)
+    vectors = ScoreVectors(p, y)
+    scores = vectors if exact else ScoreCounts.from_scores(p, y, fine_bins=fine_bins)
+    return read_scores(
+        scores,
+        bin_method=bin_method,
+        region=region,
+        bandwidth_search=bandwidth_search,
+        bandwidth_error=bandwidth_error,
+        bandwidth_bounds=bandwidth_bounds,
+        kernel_normalization=kernel_normalization,
+        random_state=random_state,
+        estimator=estimator,
+        tail_fraction=tail_fraction,
+        rows=vectors,
+    )
+
+
+def read_scores(
+    scores: Scores,
+    bin_method: str = "rice",
+    region: str = "upper",
+    bandwidth_search: str = "local",
+    bandwidth_error: str = "mse",
+    bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
+    kernel_normalization: str = "point",
+    random_state: int | None = 0,
+    estimator: str = "kernel",
+    tail_fraction: float = DEFAULT_TAIL_FRACTION,
+    rows: ScoreVectors | None = None,
+) -> AlphaEstimate:
+    """Estimate alpha from what the readers need of the probabilities
+    (:func:`estimate_alpha`, on its statistics).
+
+    Parameters
+    ----------
+    scores : Scores
+        The probabilities (:class:`~pulsnar_dask.core.score_counts.ScoreVectors`) or their
+        fixed-size counts (:class:`~pulsnar_dask.core.score_counts.ScoreCounts`).
+    bin_method, region, bandwidth_search, bandwidth_error, bandwidth_bounds,
+    kernel_normalization, random_state, estimator, tail_fraction
+        As :func:`estimate_alpha`.
+    rows : ScoreVectors or None
+        The probabilities themselves, for the readers that read rows (``ROW_READERS``);
+        None: ``scores``.
+
+    Returns
+    -------
+    AlphaEstimate
+
+    Raises
+    ------
+    ValueError
+        For an unknown choice, or a row reader without the rows.
+    """
+    _check_choices(estimator, bin_method, region)
+    if not (scores.count(1) > 0 and scores.count(0) > 0):
+        raise ValueError("both labeled positives (1) and unlabeled rows (0) are needed")
+    exact = isinstance(scores, ScoreVectors)
+    k = scores.bin_count(bin_method)
     grid = np.linspace(0.0, 1.0, k)
-    if exact:
-        sample_p, sample_u, sample_all = (
-            KernelSample.from_probabilities(v, None) for v in (p[y == 1], p[y == 0], p)
-        )
-    else:  # the pooled sample's nodes are the sum of the two samples' (one pass over p)
-        w_p, w_u = node_weights(p[y == 1], fine_bins), node_weights(p[y == 0], fine_bins)
-        sample_p, sample_u, sample_all = (
-            KernelSample.from_node_weights(w) for w in (w_p, w_u, w_p + w_u)
-        )
     bandwidth = select_bandwidth(
-        sample_all,
-        histogram_density(p, k),
+        scores.kernel_sample(None),
+        scores.histogram(k),
         grid,
         search=bandwidth_search,
         error=bandwidth_error,
@@ -541,14 +594,15 @@ def estimate_alpha(
         random_state=random_state,
         normalization=kernel_normalization,
     )
-    f_p = beta_kernel_density(sample_p, grid, bandwidth, kernel_normalization)
-    f_u = beta_kernel_density(sample_u, grid, bandwidth, kernel_normalization)
-    positives = p[y == 1] if region == "positives" else None
-    objective = alpha_objective(f_p, f_u, grid, region, positives)
+    f_p = beta_kernel_density(scores.kernel_sample(1), grid, bandwidth, kernel_normalization)
+    f_u = beta_kernel_density(scores.kernel_sample(0), grid, bandwidth, kernel_normalization)
+    median = float(scores.quantiles(1, np.array([0.5]))[0]) if region == "positives" else None
+    objective = alpha_objective(f_p, f_u, grid, region, median)
     if estimator == "kernel":
         alpha, thresholds, ratios = alpha_from_objective(objective), np.empty(0), np.empty(0)
     else:
-        read = RATIO_READERS[estimator](p, y, tail_fraction, random_state)
+        ratio_scores = (rows or scores) if estimator in ROW_READERS else scores
+        read = RATIO_READERS[estimator](ratio_scores, tail_fraction, random_state)
         alpha, thresholds, ratios = read.alpha, read.thresholds, read.ratios
     logger.debug(
         "alpha=%.4f (%s) bandwidth=%.4f bins=%d region=%s", alpha, estimator, bandwidth, k, region

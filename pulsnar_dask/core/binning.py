@@ -53,22 +53,43 @@ def raw_bin_count(probabilities: np.ndarray, method: str = "rice") -> float:
     """
     check_choice("bin method", method, BIN_METHODS)
     p = np.asarray(probabilities, dtype=float)
-    n = p.size
-    if n < 2:
+    if p.size < 2:
         raise ValueError("at least two probabilities are needed to choose a bin count")
+    q75, q25 = np.percentile(p, [75, 25]) if method == "fd" else (0.0, 0.0)
+    return rule_bin_count(method, p.size, float(p.max() - p.min()), float(np.std(p)), q75 - q25)
+
+
+def rule_bin_count(method: str, n: float, spread: float, sd: float, iqr: float) -> float:
+    """Return the unrounded bin count of a rule from the statistics it reads.
+
+    Parameters
+    ----------
+    method : {"square_root", "sturges", "rice", "scott", "fd"}
+    n : float
+        Number of probabilities.
+    spread, sd, iqr : float
+        Their range, standard deviation and interquartile range (the latter two read
+        only by ``scott`` and ``fd``).
+
+    Returns
+    -------
+    float
+    """
     if method == "square_root":
         return float(np.sqrt(n))
     if method == "sturges":
         return float(np.ceil(np.log2(n)) + 1)
     if method == "rice":
         return float(2 * n ** (1 / 3))
-    spread = float(p.max() - p.min())
-    if method == "scott":
-        width = 3.5 * float(np.std(p)) / n ** (1 / 3)
-    else:  # fd
-        q75, q25 = np.percentile(p, [75, 25])
-        width = 2 * float(q75 - q25) / n ** (1 / 3)
+    width = (3.5 * sd if method == "scott" else 2 * iqr) / n ** (1 / 3)
     return spread / width if width > 0 else float(MAX_BINS)
+
+
+def rounded_bin_count(raw: float, method: str) -> int:
+    """Round a rule's bin count as the reference does (all but Sturges to the nearest
+    power of two) and keep it between ``MIN_BINS`` (4) and ``MAX_BINS`` (512)."""
+    k = int(raw) if method == "sturges" else nearest_power_of_two(raw)
+    return int(min(MAX_BINS, max(MIN_BINS, k)))
 
 
 def bin_count(probabilities: np.ndarray, method: str = "rice") -> int:
@@ -86,6 +107,4 @@ def bin_count(probabilities: np.ndarray, method: str = "rice") -> int:
     int
         The bin count, between ``MIN_BINS`` (4) and ``MAX_BINS`` (512).
     """
-    raw = raw_bin_count(probabilities, method)
-    k = int(raw) if method == "sturges" else nearest_power_of_two(raw)
-    return int(min(MAX_BINS, max(MIN_BINS, k)))
+    return rounded_bin_count(raw_bin_count(probabilities, method), method)

@@ -12,6 +12,7 @@ import numpy as np
 
 from pulsnar_dask.core.alpha import (
     RATIO_READERS,
+    ROW_READERS,
     AlphaEstimate,
     estimate_alpha,
 )
@@ -24,6 +25,7 @@ from pulsnar_dask.core.calibration import (
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import NO_COPIES, CopyGroups, assign_folds, training_subsample
 from pulsnar_dask.core.metrics import roc_auc
+from pulsnar_dask.core.score_counts import ScoreCounts, ScoreVectors
 from pulsnar_dask.core.scoring import (
     booster_params,
     out_of_fold_probabilities,
@@ -108,9 +110,14 @@ def alpha_value(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: i
     where the reader does not need them (``tail``, ``bbe``, ``valley``): what resamples
     need."""
     reader = RATIO_READERS.get(config.alpha_estimator)
-    if reader is not None:
-        return reader(proba, labels, config.tail_fraction, seed).alpha
-    return read_alpha(proba, labels, config, seed).alpha
+    if reader is None:
+        return read_alpha(proba, labels, config, seed).alpha
+    scores = (
+        ScoreVectors(proba, labels)
+        if config.exact_density or config.alpha_estimator in ROW_READERS
+        else ScoreCounts.from_scores(proba, labels)
+    )
+    return reader(scores, config.tail_fraction, seed).alpha
 
 
 def estimate_subproblem(

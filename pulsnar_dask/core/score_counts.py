@@ -1,0 +1,250 @@
+"""What the kernel and tail readers need from a subproblem's probabilities, in two forms.
+
+:class:`ScoreCounts` holds fixed-size statistics, each label apart: the weight of the
+probabilities in each cell of a fine grid (:data:`EDGES`: every 1/4096 of [0, 1], refined
+towards 0 and 1 to a logit step of 1/128, so that scores piled up near 1 still spread over
+many cells), the beta kernel's linear-binning nodes, the sums of ``p`` and ``p**2``, and
+the smallest and largest ``p``. Statistics of disjoint rows add up (``a + b``), so the
+partitions of a subproblem reduce to the subproblem's by summing, and a resample that
+weighs each row (:func:`pulsnar_dask.core.bootstrap.poisson_weights`) is the same sums,
+weighted. Their size does not grow with the rows.
+
+:class:`ScoreVectors` reads the same quantities off the probabilities themselves: the
+exact path, kept as the oracle the counts are tested against.
+
+Both answer the same questions (:class:`Scores`); the readers of
+:mod:`pulsnar_dask.core.alpha` ask them and do not know which form they hold. On the
+counts, a quantile is the lower edge of the cell it falls in, and the tail shares are
+counted from that edge: the readers' thresholds move by less than a cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from scipy.special import expit
+
+from pulsnar_dask.core.binning import raw_bin_count, rounded_bin_count, rule_bin_count
+from pulsnar_dask.core.choices import check_choice
+from pulsnar_dask.core.config import BIN_METHODS
+from pulsnar_dask.core.density import (
+    DEFAULT_FINE_BINS,
+    KernelSample,
+    histogram_density,
+    node_weights,
+)
+
+LINEAR_CELLS = 4096
+LOGIT_STEP = 1 / 128
+LOGIT_REACH = 16.118095650958317  # logit(1 - 1e-7): the valley reader's clip
+EDGES = np.unique(
+    np.r_[
+        np.linspace(0.0, 1.0, LINEAR_CELLS + 1),
+        expit(np.arange(-LOGIT_REACH, LOGIT_REACH + LOGIT_STEP / 2, LOGIT_STEP)),
+    ]
+)
+N_CELLS = EDGES.size - 1
+
+
+class Scores(Protocol):
+    """The questions the kernel and tail readers ask of a subproblem's probabilities;
+    ``label`` is 1 (labeled positives), 0 (unlabeled) or None (both)."""
+
+    def count(self, label: int | None) -> float:
+        """Number (total weight) of the rows."""
+
+    def kernel_sample(self, label: int | None) -> KernelSample:
+        """The sample the beta kernel averages over."""
+
+    def histogram(self, n_bins: int) -> np.ndarray:
+        """Histogram density of all rows over ``n_bins`` equal bins of [0, 1], summing to 1."""
+
+    def bin_count(self, method: str) -> int:
+        """The density grid's size by a bin-count rule
+        (:func:`~pulsnar_dask.core.binning.bin_count`)."""
+
+    def quantiles(self, label: int, levels: np.ndarray) -> np.ndarray:
+        """``inverted_cdf`` quantiles of one label's probabilities, ascending levels."""
+
+    def share_at_least(self, label: int, thresholds: np.ndarray) -> np.ndarray:
+        """Share of one label's rows with probability at or above each threshold."""
+
+
+def _check_label(label: int | None) -> None:
+    if label not in (0, 1, None):
+        raise ValueError(f"label must be 0, 1 or None, got {label!r}")
+
+
+@dataclass(frozen=True)
+class ScoreVectors:
+    """The probabilities themselves (the exact path).
+
+    Attributes
+    ----------
+    probabilities : ndarray of shape (n,)
+        Values in [0, 1].
+    labels : ndarray of int8 of shape (n,)
+        1 for labeled positives, 0 for unlabeled.
+    """
+
+    probabilities: np.ndarray
+    labels: np.ndarray
+
+    def _of(self, label: int | None) -> np.ndarray:
+        _check_label(label)
+        p = self.probabilities
+        return p if label is None else p[self.labels == label]
+
+    def count(self, label: int | None) -> float:
+        return float(self._of(label).size)
+
+    def kernel_sample(self, label: int | None) -> KernelSample:
+        return KernelSample.from_probabilities(self._of(label), None)
+
+    def histogram(self, n_bins: int) -> np.ndarray:
+        return histogram_density(self.probabilities, n_bins)
+
+    def bin_count(self, method: str) -> int:
+        return rounded_bin_count(raw_bin_count(self.probabilities, method), method)
+
+    def quantiles(self, label: int, levels: np.ndarray) -> np.ndarray:
+        return np.quantile(self._of(label), levels, method="inverted_cdf")
+
+    def share_at_least(self, label: int, thresholds: np.ndarray) -> np.ndarray:
+        # rows below each threshold counted without sorting them (there may be millions)
+        values = self._of(label)
+        order = np.argsort(thresholds, kind="stable")
+        passed = np.searchsorted(np.asarray(thresholds)[order], values, side="right")
+        below = np.cumsum(np.bincount(passed, minlength=order.size + 1))[:-1]
+        shares = np.empty(order.size)
+        shares[order] = 1.0 - below / values.size
+        return shares
+
+
+@dataclass(frozen=True)
+class ScoreCounts:
+    """Fixed-size statistics of probabilities, each label apart (index 0: unlabeled,
+    1: labeled positives).
+
+    Attributes
+    ----------
+    cells : ndarray of shape (2, N_CELLS)
+        Weight of the rows whose probability falls in each cell ``[EDGES[j], EDGES[j+1])``
+        (1 falls in the last).
+    nodes : ndarray of shape (2, fine_bins)
+        The rows' linear-binning weights on ``fine_bins`` equally spaced nodes of [0, 1]
+        (:func:`~pulsnar_dask.core.density.node_weights`), what the beta kernel averages over.
+    sums : ndarray of shape (2, 2)
+        Sum of ``p`` and of ``p**2`` (weighted).
+    low, high : float
+        Smallest and largest probability with weight (``inf``, ``-inf`` where none has).
+    """
+
+    cells: np.ndarray
+    nodes: np.ndarray
+    sums: np.ndarray
+    low: float
+    high: float
+
+    @classmethod
+    def from_scores(
+        cls,
+        probabilities: np.ndarray,
+        labels: np.ndarray,
+        weights: np.ndarray | None = None,
+        fine_bins: int = DEFAULT_FINE_BINS,
+    ) -> ScoreCounts:
+        """Reduce probabilities to their statistics.
+
+        Parameters
+        ----------
+        probabilities : ndarray of shape (n,)
+            Values in [0, 1].
+        labels : ndarray of shape (n,)
+            1 for labeled positives, 0 for unlabeled.
+        weights : ndarray of shape (n,) or None
+            Non-negative weight of each row (a resample's); None: 1 each.
+        fine_bins : int
+            Number of the kernel's linear-binning nodes.
+
+        Returns
+        -------
+        ScoreCounts
+        """
+        p = np.asarray(probabilities, dtype=float)
+        y = np.asarray(labels)
+        w = np.ones(p.size) if weights is None else np.asarray(weights, dtype=float)
+        cell = np.minimum(np.searchsorted(EDGES, p, side="right") - 1, N_CELLS - 1)
+        cells = np.zeros((2, N_CELLS))
+        nodes = np.zeros((2, fine_bins))
+        sums = np.zeros((2, 2))
+        for label in (0, 1):
+            rows = y == label
+            p_l, w_l = p[rows], w[rows]
+            cells[label] = np.bincount(cell[rows], weights=w_l, minlength=N_CELLS)
+            nodes[label] = node_weights(p_l, fine_bins, w_l)
+            sums[label] = (p_l @ w_l, (p_l * p_l) @ w_l)
+        held = p[w > 0]
+        low, high = (float(held.min()), float(held.max())) if held.size else (np.inf, -np.inf)
+        return cls(cells, nodes, sums, low, high)
+
+    def __add__(self, other: ScoreCounts) -> ScoreCounts:
+        """The statistics of both sets of rows together."""
+        if self.nodes.shape != other.nodes.shape:
+            raise ValueError("statistics with different node counts do not add up")
+        return ScoreCounts(
+            self.cells + other.cells,
+            self.nodes + other.nodes,
+            self.sums + other.sums,
+            min(self.low, other.low),
+            max(self.high, other.high),
+        )
+
+    def _rows(self, array: np.ndarray, label: int | None) -> np.ndarray:
+        _check_label(label)
+        return array.sum(axis=0) if label is None else array[label]
+
+    def count(self, label: int | None) -> float:
+        return float(self._rows(self.cells, label).sum())
+
+    def kernel_sample(self, label: int | None) -> KernelSample:
+        return KernelSample.from_node_weights(self._rows(self.nodes, label))
+
+    def histogram(self, n_bins: int) -> np.ndarray:
+        # a cell counts in the bin of its lower edge: exact where n_bins divides 4096
+        # (every power of two the rules round to), as all bin edges are cell edges
+        bins = np.minimum((EDGES[:-1] * n_bins).astype(np.int64), n_bins - 1)
+        counts = np.bincount(bins, weights=self._rows(self.cells, None), minlength=n_bins)
+        return counts / counts.sum()
+
+    def bin_count(self, method: str) -> int:
+        check_choice("bin method", method, BIN_METHODS)
+        n = self.count(None)
+        if n < 2:
+            raise ValueError("at least two probabilities are needed to choose a bin count")
+        total, squares = self.sums.sum(axis=0)
+        sd = float(np.sqrt(max(squares / n - (total / n) ** 2, 0.0)))
+        q25, q75 = self._pooled_quantiles(np.array([0.25, 0.75]))
+        raw = rule_bin_count(method, n, self.high - self.low, sd, float(q75 - q25))
+        return rounded_bin_count(raw, method)
+
+    def _pooled_quantiles(self, levels: np.ndarray) -> np.ndarray:
+        return _cell_quantiles(self._rows(self.cells, None), levels)
+
+    def quantiles(self, label: int, levels: np.ndarray) -> np.ndarray:
+        return _cell_quantiles(self._rows(self.cells, label), levels)
+
+    def share_at_least(self, label: int, thresholds: np.ndarray) -> np.ndarray:
+        cells = self._rows(self.cells, label)
+        above = np.r_[np.cumsum(cells[::-1])[::-1], 0.0]  # weight from each cell up
+        first = np.searchsorted(EDGES, np.asarray(thresholds, dtype=float), side="left")
+        return above[np.minimum(first, N_CELLS)] / cells.sum()
+
+
+def _cell_quantiles(cells: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """The lower edge of the cell each ``inverted_cdf`` quantile falls in."""
+    cumulative = np.cumsum(cells)
+    index = np.searchsorted(cumulative, np.asarray(levels) * cumulative[-1], side="left")
+    return EDGES[np.minimum(index, N_CELLS - 1)]
