@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
+from pulsnar_dask.core.bootstrap import poisson_weights
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.interval import INTERVAL_READERS, Z_95, alpha_interval
-from pulsnar_dask.core.subproblem import estimate_subproblem, read_alpha
+from pulsnar_dask.core.subproblem import alpha_value, estimate_subproblem, read_alpha
 
 
 def beta_mixture(alpha: float, n_pos: int, n_unl: int, seed: int, pos_ids=None):
@@ -31,30 +32,24 @@ def test_interval_is_the_span_of_each_reading_plus_minus_its_bootstrap_spread():
     config = PUConfig(interval_resamples=8)
     p_pos, p_unl = beta_mixture(0.3, 400, 2000, seed=1)
     sub = subproblem(p_pos, p_unl, config)
-    # the oracle: the same resamples drawn by hand, every reader read on each; resample
-    # i draws from the seed's i-th child: the unlabeled rows from its first child stream,
-    # the positives from its second
+    # the oracle: the same resamples weighed by hand, every reader read on each; in
+    # resample i each row counts as often as its Poisson weight for (id, seed 5, i)
     point = np.array(
         [read_alpha(sub.probabilities, sub.labels, config.with_(alpha_estimator=r), 5).alpha
          for r in INTERVAL_READERS]
     )  # fmt: skip
-    pos = sub.probabilities[sub.labels == 1]
-    unl = sub.probabilities[sub.labels == 0]
     draws = []
-    for resample in np.random.SeedSequence(5).spawn(8):
-        rng_u, rng_p = (np.random.default_rng(s) for s in resample.spawn(2))
-        u = unl[rng_u.integers(0, unl.size, unl.size)]
-        p = pos[rng_p.integers(0, pos.size, pos.size)]
-        y = np.r_[np.ones(p.size, np.int8), np.zeros(u.size, np.int8)]
+    for i in range(8):
+        w = poisson_weights(sub.row_ids, 5, i)
         draws.append(
-            [read_alpha(np.r_[p, u], y, config.with_(alpha_estimator=r), 5).alpha
+            [alpha_value(sub.probabilities, sub.labels, config.with_(alpha_estimator=r), 5, w)
              for r in INTERVAL_READERS]
         )  # fmt: skip
     sd = np.std(draws, axis=0, ddof=1)
     expected = (np.min(point - Z_95 * sd), np.max(point + Z_95 * sd))
     interval = alpha_interval({"pulscar": [sub]}, config, seed=5)
     assert (interval.low, interval.high) == pytest.approx(expected, abs=1e-12)
-    # resamples run elsewhere, in any order, read the same (each has its own seed)
+    # resamples run elsewhere, in any order, read the same (each has its own weights)
     backwards = alpha_interval(
         {"pulscar": [sub]}, config, 5, (), lambda fn, calls: [fn(*a) for a in calls[::-1]][::-1]
     )
@@ -121,8 +116,6 @@ def test_interval_refuses_mismatched_unlabeled_rows_and_too_few_resamples():
 
 @pytest.mark.parametrize("reader", ["kernel", "tail", "bbe", "valley"])
 def test_alpha_alone_is_what_the_full_reading_gives(reader):
-    from pulsnar_dask.core.subproblem import alpha_value
-
     config = PUConfig(alpha_estimator=reader)
     p_pos, p_unl = beta_mixture(0.25, 300, 1500, seed=4)
     sub = subproblem(p_pos, p_unl, config)
@@ -148,4 +141,18 @@ def test_a_subtype_cut_into_two_clusters_counts_once_and_distinct_subtypes_add_u
     summed = alpha_interval({"pulsnar": [*halves, other]}, config.with_(claim_overlap=1.0))
     assert summed.readings["pulsnar kernel"][0] == pytest.approx(
         sum(r.alpha for r in [*halves, other])
+    )
+
+
+@pytest.mark.parametrize("reader", ["kernel", "tail", "bbe"])
+def test_a_weighted_reading_is_the_reading_of_the_rows_repeated(reader):
+    config = PUConfig(alpha_estimator=reader)
+    p_pos, p_unl = beta_mixture(0.25, 300, 1500, seed=6)
+    sub = subproblem(p_pos, p_unl, config)
+    w = poisson_weights(sub.row_ids, 1, 0)
+    repeated = read_alpha(np.repeat(sub.probabilities, w), np.repeat(sub.labels, w), config, 3)
+    weighted = alpha_value(sub.probabilities, sub.labels, config, 3, w)
+    assert weighted == pytest.approx(repeated.alpha, abs=1e-4)
+    assert weighted != pytest.approx(
+        alpha_value(sub.probabilities, sub.labels, config, 3), abs=1e-4
     )

@@ -87,3 +87,16 @@ def test_the_report_says_which_subtypes_count_their_claims_once():
     assert "the estimate is the sum over them; subtypes 1 and 4 claim the same" in text
     summary["cluster_groups"] = [[1], [2], [3], [4]]
     assert "the estimate is the sum over them. " in plain_reading(summary)
+
+
+def test_weighted_claims_count_each_row_as_often_as_its_weight():
+    rng = np.random.default_rng(3)
+    a, b = rng.random(400), rng.random(400)  # distinct values: no ties at a boundary
+    w = rng.poisson(1.0, 400)
+    groups = np.array([0, 0])
+    weighted = combined_alpha([a, b], [0.3, 0.2], groups, w)
+    repeated = combined_alpha([np.repeat(a, w), np.repeat(b, w)], [0.3, 0.2], groups)
+    assert weighted == pytest.approx(repeated, abs=1e-12)
+    # a claim takes the most probable rows up to its share of the total weight
+    claims = claimed_rows([a], [0.5], w)
+    assert w[claims[0]].sum() == np.round(0.5 * w.sum())

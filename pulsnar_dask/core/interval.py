@@ -3,11 +3,11 @@
 Three things the probabilities cannot settle by themselves move alpha, and the interval
 spans all three:
 
-1. sampling: which rows happened to be collected. A bootstrap of the out-of-fold
-   probabilities (``PUConfig.interval_resamples`` resamples; the unlabeled rows drawn
-   once per resample and shared by every subproblem, as they are in the data; each
-   subproblem's labeled positives drawn within it) gives each reading a standard
-   deviation ``sd``;
+1. sampling: which rows happened to be collected. A Poisson bootstrap of the out-of-fold
+   probabilities (``PUConfig.interval_resamples`` resamples; each row's weight in a
+   resample drawn from its id, :func:`~pulsnar_dask.core.bootstrap.poisson_weights`, so
+   an unlabeled row weighs the same in every subproblem, as it is the same row of the
+   data) gives each reading a standard deviation ``sd``;
 2. the reader: alpha read with the kernel objective and with the tail ratios
    (:mod:`pulsnar_dask.core.alpha`), whose biases differ, and with the configured reader if it
    is another;
@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from pulsnar_dask.core.bootstrap import poisson_weights
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import (
@@ -61,80 +62,79 @@ class AlphaInterval:
     readings: dict[str, tuple[float, float]]
 
 
-Pairs = Sequence[Sequence[tuple[np.ndarray, np.ndarray]]]
+Triples = Sequence[Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]]
 
 
 def _readings(
-    groups: Pairs,
+    groups: Triples,
+    unlabeled_ids: np.ndarray,
     subtypes: Sequence[np.ndarray],
     readers: Sequence[str],
     config: PUConfig,
     seed: int,
-    picks: Sequence[tuple[np.ndarray, list[np.ndarray]]] | None,
+    resample: int | None,
 ) -> np.ndarray:
-    """Alpha per (group, reader), the subproblems' ``(probabilities, labels)`` combined as
-    configured, on the rows or on one resample of them."""
+    """Alpha per (group, reader), the subproblems' ``(probabilities, labels, positive
+    ids)`` combined as configured, on the rows (``resample=None``) or weighted as one
+    resample of the Poisson bootstrap weighs them (NaN where a subproblem's positives
+    all weigh 0 in it)."""
     out = np.empty((len(groups), len(readers)))
+    w_unl = None if resample is None else poisson_weights(unlabeled_ids, seed, resample)
     for g, group in enumerate(groups):
-        resampled = []
-        for s, (p, y) in enumerate(group):
-            unl = p[y == 0]
-            if picks is not None:
-                unlabeled, positives = picks[g]
-                pos = p[y == 1][positives[s]]
-                unl = unl[unlabeled]
-                p = np.concatenate([pos, unl])
-                y = np.concatenate([np.ones(pos.size, np.int8), np.zeros(unl.size, np.int8)])
-            resampled.append((p, y, unl))
+        weighted = []
+        for p, y, positive_ids in group:
+            w = None
+            if resample is not None:
+                w = np.empty(p.size, np.int64)
+                w[y == 0] = w_unl
+                w[y == 1] = poisson_weights(positive_ids, seed, resample)
+            weighted.append((p, y, w))
+        if any(w is not None and not w[y == 1].any() for _, y, w in weighted):
+            out[g] = np.nan
+            continue
+        unlabeled = [p[y == 0] for p, y, _ in weighted]
         for r, reader in enumerate(readers):
             cfg = config.with_(alpha_estimator=reader)
-            alphas = [alpha_value(p, y, cfg, seed) for p, y, _ in resampled]
-            out[g, r] = combined_alpha([unl for *_, unl in resampled], alphas, subtypes[g])
+            alphas = [alpha_value(p, y, cfg, seed, w) for p, y, w in weighted]
+            out[g, r] = combined_alpha(unlabeled, alphas, subtypes[g], w_unl)
     return out
 
 
 def resample_readings(
-    resample: np.random.SeedSequence,
+    resample: int,
     sizes: Sequence[int],
     subtypes: Sequence[np.ndarray],
     readers: Sequence[str],
     config: PUConfig,
     seed: int,
+    unlabeled_ids: np.ndarray,
     *arrays: np.ndarray,
 ) -> np.ndarray:
     """The readings of one bootstrap resample (one task of the interval's fan-out).
 
-    The unlabeled rows are drawn from the resample's first stream, shared by every
-    subproblem as they are in the data; each group's positives from a stream of its own,
-    so adding an assumption leaves the other groups' readings as they were.
-
     Parameters
     ----------
-    resample : numpy.random.SeedSequence
-        The resample's seed.
+    resample : int
+        The resample's number (:func:`~pulsnar_dask.core.bootstrap.poisson_weights`).
     sizes : sequence of int
         Subproblems per group.
     subtypes, readers, config, seed
         As :func:`_readings`.
+    unlabeled_ids : ndarray
+        The unlabeled rows' ids, in the order every subproblem holds them.
     *arrays : ndarray
-        Each subproblem's probabilities and labels, group after group (flat, so that a
-        Dask executor sends each array to a worker once for every resample).
+        Each subproblem's probabilities, labels and positives' ids, group after group
+        (flat, so that a Dask executor sends each array to a worker once for every
+        resample).
 
     Returns
     -------
     ndarray of shape (n_groups, n_readers)
     """
-    pairs = list(zip(arrays[::2], arrays[1::2], strict=True))
+    triples = list(zip(arrays[::3], arrays[1::3], arrays[2::3], strict=True))
     bounds = np.cumsum([0, *sizes])
-    groups = [pairs[a:b] for a, b in itertools.pairwise(bounds)]
-    rng_unlabeled, *rng_groups = (np.random.default_rng(s) for s in resample.spawn(1 + len(sizes)))
-    n_u = int(np.sum(groups[0][0][1] == 0))
-    unlabeled = rng_unlabeled.integers(0, n_u, n_u)
-    picks = []
-    for group, rng in zip(groups, rng_groups, strict=True):
-        n_positive = [int(np.sum(y == 1)) for _, y in group]
-        picks.append((unlabeled, [rng.integers(0, n, n) for n in n_positive]))
-    return _readings(groups, subtypes, readers, config, seed, picks)
+    groups = [triples[a:b] for a, b in itertools.pairwise(bounds)]
+    return _readings(groups, unlabeled_ids, subtypes, readers, config, seed, resample)
 
 
 def _in_turn(fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
@@ -162,14 +162,15 @@ def alpha_interval(
         ``INTERVAL_READERS``), ``config.claim_overlap`` and ``config.interval_resamples``,
         the bootstrap resamples.
     seed : int
-        Seed of the resamples.
+        Seed of the resamples' weights (and of the readers).
     alphas : sequence of float
         Alpha of each iteration when there were several (the groups are the first
         iteration's): the 95% t-interval of their mean joins the span.
     map_resamples : callable or None
         ``map(fn, calls) -> [fn(*args) for args in calls]``, run where it can (an
         executor's ``map``: the resamples as tasks); ``None``: one after another here.
-        Each resample has its own seed, so the result is the same either way.
+        A resample's weights come from the row ids, the seed and its number, so the
+        result is the same either way.
 
     Returns
     -------
@@ -181,23 +182,24 @@ def alpha_interval(
     names, subs = list(groups), list(groups.values())
     first = subs[0][0]
     unlabeled_ids = first.row_ids[first.labels == 0]
-    for s in (s for group in subs for s in group):  # one copy of the ids at a time
+    for s in (s for group in subs for s in group):
         if not np.array_equal(s.row_ids[s.labels == 0], unlabeled_ids):
             raise ValueError("every subproblem must hold the same unlabeled rows")
-    del unlabeled_ids
     readers = tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
     # Which clusters count as one subtype is read once, from the collected probabilities.
     subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]
-    pairs = [[(s.probabilities, s.labels) for s in group] for group in subs]
-    point = _readings(pairs, subtypes, readers, config, seed, None)
-    arrays = [a for group in pairs for pair in group for a in pair]
+    triples = [
+        [(s.probabilities, s.labels, s.row_ids[s.labels == 1]) for s in group] for group in subs
+    ]
+    point = _readings(triples, unlabeled_ids, subtypes, readers, config, seed, None)
+    arrays = [a for group in triples for triple in group for a in triple]
     sizes = [len(group) for group in subs]
     calls = [
-        (resample, sizes, subtypes, readers, config, seed, *arrays)
-        for resample in np.random.SeedSequence(seed).spawn(n_resamples)
+        (resample, sizes, subtypes, readers, config, seed, unlabeled_ids, *arrays)
+        for resample in range(n_resamples)
     ]
     resampled = (map_resamples or _in_turn)(resample_readings, calls)
-    sd = np.std(resampled, axis=0, ddof=1)
+    sd = np.nanstd(resampled, axis=0, ddof=1)
     low, high = np.min(point - Z_95 * sd), np.max(point + Z_95 * sd)
     if len(alphas) > 1:
         _, mean_low, mean_high = mean_ci(np.asarray(alphas))

@@ -15,6 +15,7 @@ from pulsnar_dask.core.alpha import (
     ROW_READERS,
     AlphaEstimate,
     estimate_alpha,
+    read_scores,
 )
 from pulsnar_dask.core.calibration import (
     CalibrationMap,
@@ -87,36 +88,47 @@ def check_subproblem(labels: np.ndarray, config: PUConfig) -> None:
         )
 
 
+def _reading(config: PUConfig, seed: int) -> dict:
+    """The reading settings of ``config``, as :func:`~pulsnar_dask.core.alpha.read_scores`
+    takes them."""
+    return {
+        "bin_method": config.bin_method,
+        "region": config.alpha_region,
+        "bandwidth_search": config.bandwidth_search,
+        "bandwidth_error": config.bandwidth_error,
+        "bandwidth_bounds": config.bandwidth_bounds,
+        "kernel_normalization": config.kernel_normalization,
+        "random_state": seed,
+        "estimator": config.alpha_estimator,
+        "tail_fraction": config.tail_fraction,
+    }
+
+
 def read_alpha(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: int) -> AlphaEstimate:
     """Read alpha from out-of-fold probabilities with the settings of ``config``."""
-    return estimate_alpha(
-        proba,
-        labels,
-        bin_method=config.bin_method,
-        region=config.alpha_region,
-        bandwidth_search=config.bandwidth_search,
-        bandwidth_error=config.bandwidth_error,
-        bandwidth_bounds=config.bandwidth_bounds,
-        kernel_normalization=config.kernel_normalization,
-        exact=config.exact_density,
-        random_state=seed,
-        estimator=config.alpha_estimator,
-        tail_fraction=config.tail_fraction,
-    )
+    return estimate_alpha(proba, labels, exact=config.exact_density, **_reading(config, seed))
 
 
-def alpha_value(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: int) -> float:
-    """Alpha alone, as :func:`read_alpha` reads it, without the densities kept for plots
+def alpha_value(
+    proba: np.ndarray,
+    labels: np.ndarray,
+    config: PUConfig,
+    seed: int,
+    weights: np.ndarray | None = None,
+) -> float:
+    """Alpha alone, as :func:`read_alpha` reads it, with each row counted as often as its
+    weight (a bootstrap resample's; None: once), and without the densities kept for plots
     where the reader does not need them (``tail``, ``bbe``, ``valley``): what resamples
     need."""
+    by_rows = config.exact_density or config.alpha_estimator in ROW_READERS
+    if by_rows and weights is not None:  # the oracle and the row readers: rows repeated
+        proba, labels, weights = np.repeat(proba, weights), np.repeat(labels, weights), None
+    scores = (
+        ScoreVectors(proba, labels) if by_rows else ScoreCounts.from_scores(proba, labels, weights)
+    )
     reader = RATIO_READERS.get(config.alpha_estimator)
     if reader is None:
-        return read_alpha(proba, labels, config, seed).alpha
-    scores = (
-        ScoreVectors(proba, labels)
-        if config.exact_density or config.alpha_estimator in ROW_READERS
-        else ScoreCounts.from_scores(proba, labels)
-    )
+        return read_scores(scores, **_reading(config, seed)).alpha
     return reader(scores, config.tail_fraction, seed).alpha
 
 
@@ -316,8 +328,13 @@ def combine_on_rows(row_ids: np.ndarray, parts: list[tuple[np.ndarray, np.ndarra
     return out
 
 
-def claimed_rows(unlabeled_probabilities: list[np.ndarray], alphas: list[float]) -> np.ndarray:
-    """The unlabeled rows each subproblem claims: its ``round(alpha_c |U|)`` most probable.
+def claimed_rows(
+    unlabeled_probabilities: list[np.ndarray],
+    alphas: list[float],
+    weights: np.ndarray | None = None,
+) -> np.ndarray:
+    """The unlabeled rows each subproblem claims: its most probable, as many as make up
+    ``round(alpha_c W)`` of the unlabeled rows' total weight ``W``.
 
     Parameters
     ----------
@@ -325,17 +342,22 @@ def claimed_rows(unlabeled_probabilities: list[np.ndarray], alphas: list[float])
         Each subproblem's probabilities of the same unlabeled rows, in the same order.
     alphas : list of float
         Each subproblem's alpha, a fraction of the unlabeled rows.
+    weights : ndarray of shape (n_u,) or None
+        Each row's weight (a bootstrap resample's); None: 1 each, so that a subproblem
+        claims its ``round(alpha_c n_u)`` most probable rows.
 
     Returns
     -------
     ndarray of bool of shape (n_subproblems, n_u)
     """
     n_u = unlabeled_probabilities[0].size
+    w = np.ones(n_u) if weights is None else np.asarray(weights, dtype=float)
+    total = float(w.sum())
     claims = np.zeros((len(alphas), n_u), dtype=bool)
     for c, (proba, alpha) in enumerate(zip(unlabeled_probabilities, alphas, strict=True)):
-        k = min(int(np.round(alpha * n_u)), n_u)
-        if k:
-            claims[c, np.argpartition(-np.asarray(proba), k - 1)[:k]] = True
+        order = np.argsort(-np.asarray(proba), kind="stable")
+        taken = np.cumsum(w[order]) <= min(np.round(alpha * total), total)
+        claims[c, order[taken]] = True
     return claims
 
 
@@ -380,7 +402,10 @@ def subtype_groups(overlaps: np.ndarray, threshold: float) -> np.ndarray:
 
 
 def combined_alpha(
-    unlabeled_probabilities: list[np.ndarray], alphas: list[float], groups: np.ndarray
+    unlabeled_probabilities: list[np.ndarray],
+    alphas: list[float],
+    groups: np.ndarray,
+    weights: np.ndarray | None = None,
 ) -> float:
     """One alpha from the subproblems': summed over groups, united within a group.
 
@@ -395,11 +420,13 @@ def combined_alpha(
     alphas : list of float
     groups : ndarray of int of shape (n_subproblems,)
         From :func:`subtype_groups`.
+    weights : ndarray of shape (n_u,) or None
+        Each unlabeled row's weight (a bootstrap resample's); None: 1 each.
 
     Returns
     -------
     float
-        Fraction of the unlabeled rows.
+        Fraction of the unlabeled rows (of their weight).
     """
     alphas = [float(a) for a in alphas]
     total = 0.0
@@ -409,9 +436,11 @@ def combined_alpha(
             total += alphas[members[0]]
         else:
             claims = claimed_rows(
-                [unlabeled_probabilities[c] for c in members], [alphas[c] for c in members]
-            )
-            total += float(np.any(claims, axis=0).mean())
+                [unlabeled_probabilities[c] for c in members],
+                [alphas[c] for c in members],
+                weights,
+            ).any(axis=0)
+            total += float(np.average(claims, weights=weights))
     return total
 
 
