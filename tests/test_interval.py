@@ -156,3 +156,21 @@ def test_a_weighted_reading_is_the_reading_of_the_rows_repeated(reader):
     assert weighted != pytest.approx(
         alpha_value(sub.probabilities, sub.labels, config, 3), abs=1e-4
     )
+
+
+def test_interval_from_counts_follows_the_interval_from_the_rows():
+    """The oracle: the same resamples read from the rows themselves (exact densities,
+    each row repeated as often as it weighs) and from their weighted counts."""
+    config = PUConfig(interval_resamples=6, claim_overlap=0.5)
+    p_a, p_unl = beta_mixture(0.3, 300, 1500, seed=7)
+    p_b = np.random.default_rng(7).beta(6, 2, 200)
+    clusters = [subproblem(p_a, p_unl, config), subproblem(p_b, p_unl, config, 300)]
+    pulscar = [subproblem(np.r_[p_a, p_b], p_unl, config)]
+    groups = {"pulsnar": clusters, "pulscar": pulscar}
+    counts = alpha_interval(groups, config, seed=2)
+    rows = alpha_interval(groups, config.with_(exact_density=True), seed=2)
+    assert counts.low == pytest.approx(rows.low, abs=0.01)
+    assert counts.high == pytest.approx(rows.high, abs=0.01)
+    for name, (alpha, sd) in rows.readings.items():
+        assert counts.readings[name][0] == pytest.approx(alpha, abs=0.002), name
+        assert counts.readings[name][1] == pytest.approx(sd, rel=0.1, abs=0.002), name
