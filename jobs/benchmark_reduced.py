@@ -23,7 +23,7 @@ import pandas as pd
 from benchmark_out_of_sample import FAMILIES, HELD_OUT
 from common import RESULTS, build, write_result
 
-from pulsnar_dask import PULSNAR
+from pulsnar_dask import PULSCAR, PULSNAR
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.interval import INTERVAL_READERS
 from pulsnar_dask.core.subproblem import alpha_value, combined_alpha, group_subproblems
@@ -36,10 +36,11 @@ def readings(family: str, fraction: float, seed: int) -> list[dict]:
     data, categorical = build(family, fraction, seed)
     labels = data.label.astype(int)
     rows = []
-    for method in ("pulscar", "pulsnar"):
-        est = PULSNAR(
-            method=method, random_state=seed, n_jobs=2, categorical_features=categorical,
-            interval_resamples=0,
+    for method, estimator in (("pulscar", PULSCAR), ("pulsnar", PULSNAR)):
+        settings = {"method": method} if estimator is PULSNAR else {}
+        est = estimator(
+            random_state=seed, n_jobs=2, categorical_features=categorical,
+            interval_resamples=0, **settings,
         )  # fmt: skip
         est.fit(data.X, labels)
         subs = est.subproblems_
