@@ -20,8 +20,9 @@ _POISSON_CDF = poisson.cdf(np.arange(20), 1.0)
 _SALT = np.uint64(0xD1B54A32D192ED03)
 
 
-def poisson_weights(row_ids: np.ndarray, seed: int, resample: int) -> np.ndarray:
-    """Return each row's weight in one resample of the Poisson bootstrap.
+def resample_keys(row_ids: np.ndarray, seed: int) -> np.ndarray:
+    """Return the 64-bit keys each row's weights are drawn from, once for every resample
+    (:func:`weights_of_keys`).
 
     Parameters
     ----------
@@ -29,6 +30,20 @@ def poisson_weights(row_ids: np.ndarray, seed: int, resample: int) -> np.ndarray
         Row ids (integers, or any values :func:`~pulsnar_dask.core.folds.row_hash` takes).
     seed : int
         The run's seed.
+
+    Returns
+    -------
+    ndarray of uint64 of shape (n,)
+    """
+    return row_hash(row_ids, seed) ^ _SALT
+
+
+def weights_of_keys(keys: np.ndarray, resample: int) -> np.ndarray:
+    """Return each row's weight in one resample, from its :func:`resample_keys`.
+
+    Parameters
+    ----------
+    keys : ndarray of uint64 of shape (n,)
     resample : int
         The resample's number, from 0.
 
@@ -39,7 +54,17 @@ def poisson_weights(row_ids: np.ndarray, seed: int, resample: int) -> np.ndarray
     """
     if resample < 0:
         raise ValueError(f"resample must be non-negative, got {resample}")
-    keys = row_hash(row_ids, seed) ^ _SALT
     mixed = row_hash(keys, resample)
     uniform = (mixed >> np.uint64(11)).astype(np.float64) * 2.0**-53
     return np.searchsorted(_POISSON_CDF, uniform, side="right").astype(np.int64)
+
+
+def poisson_weights(row_ids: np.ndarray, seed: int, resample: int) -> np.ndarray:
+    """Return each row's weight in one resample of the Poisson bootstrap
+    (:func:`weights_of_keys` of the rows' :func:`resample_keys`).
+
+    Returns
+    -------
+    ndarray of int64 of shape (n,)
+    """
+    return weights_of_keys(resample_keys(row_ids, seed), resample)

@@ -3,7 +3,7 @@
 The beta kernel (Chen 1999) at grid point ``z`` with bandwidth ``bw`` is
 ``Beta.pdf(p; 1 + z/bw, 1 + (1 - z)/bw)``. A :class:`KernelSample` holds the points the
 kernel is averaged over: either the raw probabilities (the exact path, kept as the oracle)
-or 2048 equally spaced nodes carrying the probabilities' weight by linear
+or 1024 equally spaced nodes carrying the probabilities' weight by linear
 binning (the fast path, whose kernel cost does not grow with ``n``).
 """
 
@@ -24,7 +24,7 @@ from pulsnar_dask.core.config import (
     KERNEL_NORMALIZATIONS,
 )
 
-DEFAULT_FINE_BINS = 2048
+DEFAULT_FINE_BINS = 1024
 # The reference searches [0.01, 0.5]. On the paper's synthetic protocol the histogram fit
 # then settles on the 0.01 floor, where the alpha objective, a minimum over noisy density
 # ratios, is biased low; with the point-normalised kernel a 0.05 floor halves PULSCAR's

@@ -30,14 +30,17 @@ from typing import Any
 
 import numpy as np
 
-from pulsnar_dask.core.bootstrap import poisson_weights
+from pulsnar_dask.core.bootstrap import resample_keys, weights_of_keys
 from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.score_counts import Scores
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import (
     SubproblemResult,
-    alpha_value,
+    alpha_of,
     combined_alpha,
     group_subproblems,
+    reads_rows,
+    scores_for,
 )
 
 INTERVAL_READERS = ("kernel", "tail")
@@ -67,35 +70,41 @@ Triples = Sequence[Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]]
 
 def _readings(
     groups: Triples,
-    unlabeled_ids: np.ndarray,
+    unlabeled_keys: np.ndarray,
     subtypes: Sequence[np.ndarray],
     readers: Sequence[str],
     config: PUConfig,
     seed: int,
     resample: int | None,
 ) -> np.ndarray:
-    """Alpha per (group, reader), the subproblems' ``(probabilities, labels, positive
-    ids)`` combined as configured, on the rows (``resample=None``) or weighted as one
-    resample of the Poisson bootstrap weighs them (NaN where a subproblem's positives
-    all weigh 0 in it)."""
+    """Alpha per (group, reader), the subproblems' ``(probabilities, labels, positives'
+    resample keys)`` combined as configured, on the rows (``resample=None``) or weighted
+    as one resample of the Poisson bootstrap weighs them (NaN where a subproblem's
+    positives all weigh 0 in it)."""
     out = np.empty((len(groups), len(readers)))
-    w_unl = None if resample is None else poisson_weights(unlabeled_ids, seed, resample)
+    w_unl = None if resample is None else weights_of_keys(unlabeled_keys, resample)
+    configs = [config.with_(alpha_estimator=reader) for reader in readers]
     for g, group in enumerate(groups):
         weighted = []
-        for p, y, positive_ids in group:
+        for p, y, positive_keys in group:
             w = None
             if resample is not None:
                 w = np.empty(p.size, np.int64)
                 w[y == 0] = w_unl
-                w[y == 1] = poisson_weights(positive_ids, seed, resample)
+                w[y == 1] = weights_of_keys(positive_keys, resample)
             weighted.append((p, y, w))
         if any(w is not None and not w[y == 1].any() for _, y, w in weighted):
             out[g] = np.nan
             continue
         unlabeled = [p[y == 0] for p, y, _ in weighted]
-        for r, reader in enumerate(readers):
-            cfg = config.with_(alpha_estimator=reader)
-            alphas = [alpha_value(p, y, cfg, seed, w) for p, y, w in weighted]
+        scores: dict[tuple[int, bool], Scores] = {}  # each form built once per subproblem
+        for r, cfg in enumerate(configs):
+            alphas = []
+            for s, (p, y, w) in enumerate(weighted):
+                form = (s, reads_rows(cfg))
+                if form not in scores:
+                    scores[form] = scores_for(p, y, cfg, w)
+                alphas.append(alpha_of(scores[form], cfg, seed))
             out[g, r] = combined_alpha(unlabeled, alphas, subtypes[g], w_unl)
     return out
 
@@ -107,7 +116,7 @@ def resample_readings(
     readers: Sequence[str],
     config: PUConfig,
     seed: int,
-    unlabeled_ids: np.ndarray,
+    unlabeled_keys: np.ndarray,
     *arrays: np.ndarray,
 ) -> np.ndarray:
     """The readings of one bootstrap resample (one task of the interval's fan-out).
@@ -120,10 +129,11 @@ def resample_readings(
         Subproblems per group.
     subtypes, readers, config, seed
         As :func:`_readings`.
-    unlabeled_ids : ndarray
-        The unlabeled rows' ids, in the order every subproblem holds them.
+    unlabeled_keys : ndarray
+        The unlabeled rows' :func:`~pulsnar_dask.core.bootstrap.resample_keys`, in the
+        order every subproblem holds them.
     *arrays : ndarray
-        Each subproblem's probabilities, labels and positives' ids, group after group
+        Each subproblem's probabilities, labels and positives' keys, group after group
         (flat, so that a Dask executor sends each array to a worker once for every
         resample).
 
@@ -134,7 +144,7 @@ def resample_readings(
     triples = list(zip(arrays[::3], arrays[1::3], arrays[2::3], strict=True))
     bounds = np.cumsum([0, *sizes])
     groups = [triples[a:b] for a, b in itertools.pairwise(bounds)]
-    return _readings(groups, unlabeled_ids, subtypes, readers, config, seed, resample)
+    return _readings(groups, unlabeled_keys, subtypes, readers, config, seed, resample)
 
 
 def _in_turn(fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
@@ -189,13 +199,16 @@ def alpha_interval(
     # Which clusters count as one subtype is read once, from the collected probabilities.
     subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]
     triples = [
-        [(s.probabilities, s.labels, s.row_ids[s.labels == 1]) for s in group] for group in subs
+        [(s.probabilities, s.labels, resample_keys(s.row_ids[s.labels == 1], seed)) for s in group]
+        for group in subs
     ]
-    point = _readings(triples, unlabeled_ids, subtypes, readers, config, seed, None)
+    unlabeled_keys = resample_keys(unlabeled_ids, seed)
+    del unlabeled_ids
+    point = _readings(triples, unlabeled_keys, subtypes, readers, config, seed, None)
     arrays = [a for group in triples for triple in group for a in triple]
     sizes = [len(group) for group in subs]
     calls = [
-        (resample, sizes, subtypes, readers, config, seed, unlabeled_ids, *arrays)
+        (resample, sizes, subtypes, readers, config, seed, unlabeled_keys, *arrays)
         for resample in range(n_resamples)
     ]
     resampled = (map_resamples or _in_turn)(resample_readings, calls)

@@ -39,13 +39,29 @@ from pulsnar_dask.core.density import (
 LINEAR_CELLS = 4096
 LOGIT_STEP = 1 / 128
 LOGIT_REACH = 16.118095650958317  # logit(1 - 1e-7): the valley reader's clip
-EDGES = np.unique(
-    np.r_[
-        np.linspace(0.0, 1.0, LINEAR_CELLS + 1),
-        expit(np.arange(-LOGIT_REACH, LOGIT_REACH + LOGIT_STEP / 2, LOGIT_STEP)),
-    ]
-)
+# the refinement's edges: expit(-LOGIT_REACH + i LOGIT_STEP), none of them a linear edge
+_LOGIT_EDGES = expit(np.arange(-LOGIT_REACH, LOGIT_REACH + LOGIT_STEP / 2, LOGIT_STEP))
+EDGES = np.sort(np.r_[np.linspace(0.0, 1.0, LINEAR_CELLS + 1), _LOGIT_EDGES])
 N_CELLS = EDGES.size - 1
+
+
+def cell_of(probabilities: np.ndarray) -> np.ndarray:
+    """Return the cell of :data:`EDGES` each probability falls in (1 in the last).
+
+    Counted, not searched: the linear edges at or below ``p`` are ``floor(4096 p) + 1``
+    and the refinement's ``floor((logit(p) + LOGIT_REACH) / LOGIT_STEP) + 1``, which
+    costs a few arithmetic passes where a search of 8,000 edges costs a cache miss a row.
+
+    Returns
+    -------
+    ndarray of int64
+    """
+    p = np.asarray(probabilities, dtype=float)
+    linear = np.minimum((p * LINEAR_CELLS).astype(np.int64), LINEAR_CELLS - 1)
+    with np.errstate(divide="ignore"):
+        logit = np.log(p) - np.log1p(-p)
+    refined = np.floor((logit + LOGIT_REACH) / LOGIT_STEP) + 1
+    return linear + np.clip(refined, 0, _LOGIT_EDGES.size).astype(np.int64)
 
 
 class Scores(Protocol):
@@ -176,7 +192,7 @@ class ScoreCounts:
         p = np.asarray(probabilities, dtype=float)
         y = np.asarray(labels)
         w = np.ones(p.size) if weights is None else np.asarray(weights, dtype=float)
-        cell = np.minimum(np.searchsorted(EDGES, p, side="right") - 1, N_CELLS - 1)
+        cell = cell_of(p)
         cells = np.zeros((2, N_CELLS))
         nodes = np.zeros((2, fine_bins))
         sums = np.zeros((2, 2))

@@ -26,7 +26,7 @@ from pulsnar_dask.core.calibration import (
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import NO_COPIES, CopyGroups, assign_folds, training_subsample
 from pulsnar_dask.core.metrics import roc_auc
-from pulsnar_dask.core.score_counts import ScoreCounts, ScoreVectors
+from pulsnar_dask.core.score_counts import ScoreCounts, Scores, ScoreVectors
 from pulsnar_dask.core.scoring import (
     booster_params,
     out_of_fold_probabilities,
@@ -109,6 +109,34 @@ def read_alpha(proba: np.ndarray, labels: np.ndarray, config: PUConfig, seed: in
     return estimate_alpha(proba, labels, exact=config.exact_density, **_reading(config, seed))
 
 
+def reads_rows(config: PUConfig) -> bool:
+    """Whether ``config``'s reader reads the probabilities themselves (exact densities,
+    or a reader of ``ROW_READERS``) rather than their counts."""
+    return config.exact_density or config.alpha_estimator in ROW_READERS
+
+
+def scores_for(
+    proba: np.ndarray, labels: np.ndarray, config: PUConfig, weights: np.ndarray | None = None
+) -> Scores:
+    """What ``config``'s reader reads of a subproblem: its counts, or its rows
+    (:func:`reads_rows`), each row counted as often as its weight (None: once)."""
+    if not reads_rows(config):
+        return ScoreCounts.from_scores(proba, labels, weights)
+    if weights is not None:
+        proba, labels = np.repeat(proba, weights), np.repeat(labels, weights)
+    return ScoreVectors(proba, labels)
+
+
+def alpha_of(scores: Scores, config: PUConfig, seed: int) -> float:
+    """Alpha alone, as :func:`read_alpha` reads it, without the densities kept for plots
+    where the reader does not need them (``tail``, ``bbe``, ``valley``): what resamples
+    need."""
+    reader = RATIO_READERS.get(config.alpha_estimator)
+    if reader is None:
+        return read_scores(scores, **_reading(config, seed)).alpha
+    return reader(scores, config.tail_fraction, seed).alpha
+
+
 def alpha_value(
     proba: np.ndarray,
     labels: np.ndarray,
@@ -116,20 +144,8 @@ def alpha_value(
     seed: int,
     weights: np.ndarray | None = None,
 ) -> float:
-    """Alpha alone, as :func:`read_alpha` reads it, with each row counted as often as its
-    weight (a bootstrap resample's; None: once), and without the densities kept for plots
-    where the reader does not need them (``tail``, ``bbe``, ``valley``): what resamples
-    need."""
-    by_rows = config.exact_density or config.alpha_estimator in ROW_READERS
-    if by_rows and weights is not None:  # the oracle and the row readers: rows repeated
-        proba, labels, weights = np.repeat(proba, weights), np.repeat(labels, weights), None
-    scores = (
-        ScoreVectors(proba, labels) if by_rows else ScoreCounts.from_scores(proba, labels, weights)
-    )
-    reader = RATIO_READERS.get(config.alpha_estimator)
-    if reader is None:
-        return read_scores(scores, **_reading(config, seed)).alpha
-    return reader(scores, config.tail_fraction, seed).alpha
+    """:func:`alpha_of` the subproblem's :func:`scores_for`."""
+    return alpha_of(scores_for(proba, labels, config, weights), config, seed)
 
 
 def estimate_subproblem(
