@@ -2,7 +2,7 @@
 
 :class:`ScoreCounts` holds fixed-size statistics, each label apart: the weight of the
 probabilities in each cell of a fine grid (:data:`EDGES`: every 1/4096 of [0, 1], refined
-towards 0 and 1 to a logit step of 1/128, so that scores piled up near 1 still spread over
+towards 0 and 1 to a logit step of 1/256, so that scores piled up near 1 still spread over
 many cells), the beta kernel's linear-binning nodes, the sums of ``p`` and ``p**2``, and
 the smallest and largest ``p``. Statistics of disjoint rows add up (``a + b``), so the
 partitions of a subproblem reduce to the subproblem's by summing, and a resample that
@@ -37,7 +37,7 @@ from pulsnar_dask.core.density import (
 )
 
 LINEAR_CELLS = 4096
-LOGIT_STEP = 1 / 128
+LOGIT_STEP = 1 / 256
 LOGIT_REACH = 16.118095650958317  # logit(1 - 1e-7): the valley reader's clip
 # the refinement's edges: expit(-LOGIT_REACH + i LOGIT_STEP), none of them a linear edge
 _LOGIT_EDGES = expit(np.arange(-LOGIT_REACH, LOGIT_REACH + LOGIT_STEP / 2, LOGIT_STEP))
@@ -50,7 +50,7 @@ def cell_of(probabilities: np.ndarray) -> np.ndarray:
 
     Counted, not searched: the linear edges at or below ``p`` are ``floor(4096 p) + 1``
     and the refinement's ``floor((logit(p) + LOGIT_REACH) / LOGIT_STEP) + 1``, which
-    costs a few arithmetic passes where a search of 8,000 edges costs a cache miss a row.
+    costs a few arithmetic passes where a search of 12,000 edges costs a cache miss a row.
 
     Returns
     -------
