@@ -8,15 +8,19 @@ and from the probabilities themselves (the exact oracle, ``exact_density=True``)
 alpha is combined from each set of cluster alphas as the package combines them.
 
 Writes benchmarks/results/reduced.{csv,md}: per family, the largest difference between
-the two readings of any subproblem, and of the combined alpha.
+the two readings of any subproblem, and of the combined alpha. Each family's rows are also
+appended to ``--runs`` (there, ``reduced_runs.jsonl``) as they are read, and families
+already in it are not fitted again.
 
-    python jobs/benchmark_reduced.py [--seed 5] [--fraction 0.3]
+    python jobs/benchmark_reduced.py [--seed 5] [--fraction 0.3] [--runs RUNS.jsonl]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,9 +35,17 @@ from pulsnar_dask.core.subproblem import alpha_value, combined_alpha, group_subp
 TOLERANCE = 0.002
 
 
-def readings(family: str, fraction: float, seed: int) -> list[dict]:
-    """One row per (method, reader): the largest subproblem difference and the combined one."""
-    data, categorical = build(family, fraction, seed)
+def readings(family: str, fractions: list[float], seed: int) -> list[dict]:
+    """One row per (method, reader): the largest subproblem difference and the combined one,
+    at the largest of ``fractions`` the family can hide."""
+    for fraction in sorted(fractions, reverse=True):
+        try:
+            data, categorical = build(family, fraction, seed)
+            break
+        except ValueError:  # too few positives to hide that many
+            continue
+    else:
+        raise ValueError(f"{family} cannot hide any of the fractions {fractions}")
     labels = data.label.astype(int)
     rows = []
     for method, estimator in (("pulscar", PULSCAR), ("pulsnar", PULSNAR)):
@@ -76,21 +88,29 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--fraction", type=float, default=0.3)
     parser.add_argument("--families", nargs="+", default=[*FAMILIES, *HELD_OUT])
+    parser.add_argument("--runs", type=Path, default=RESULTS / "reduced_runs.jsonl")
     args = parser.parse_args()
     logging.getLogger("pulsnar_dask").setLevel(logging.ERROR)
     rows = []
-    for family in args.families:
-        fraction = min(args.fraction, max({**FAMILIES, **HELD_OUT}[family][1]))
-        rows.extend(readings(family, fraction, args.seed))
-    table = pd.DataFrame(rows)
+    if args.runs.exists():
+        rows = [json.loads(line) for line in args.runs.read_text().splitlines()]
+    done = {row["family"] for row in rows}
+    with args.runs.open("a") as sink:
+        for family in (f for f in args.families if f not in done):
+            fractions = [f for f in {**FAMILIES, **HELD_OUT}[family][1] if f <= args.fraction]
+            for row in readings(family, fractions, args.seed):
+                rows.append(row)
+                sink.write(json.dumps(row) + "\n")
+    table = pd.DataFrame([row for row in rows if row["family"] in args.families])
     table["combined_difference"] = (table.alpha_counts - table.alpha_exact).abs()
     table.to_csv(RESULTS / "reduced.csv", index=False)
     worst = table[["largest_subproblem_difference", "combined_difference"]].max()
     lines = [
         "# Alpha from fixed-size counts against alpha from the probabilities",
         "",
-        f"One run per family (seed {args.seed}, fraction {args.fraction}, shuttle's SNAR "
-        "construction at its largest, 0.15), fitted with PULSCAR and with PULSNAR; each "
+        f"One run per family (seed {args.seed}, fraction {args.fraction}, or the largest "
+        "below it the family can hide: shuttle's SNAR construction at 0.15), fitted with "
+        "PULSCAR and with PULSNAR; each "
         "subproblem read from its counts and from its probabilities (exact densities), by "
         "each of the interval's readers. PULSNAR's alpha combines the cluster alphas as "
         f"the package does. Largest difference anywhere: {worst.max():.4f} "
