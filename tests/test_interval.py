@@ -174,3 +174,11 @@ def test_interval_from_counts_follows_the_interval_from_the_rows():
     for name, (alpha, sd) in rows.readings.items():
         assert counts.readings[name][0] == pytest.approx(alpha, abs=0.002), name
         assert counts.readings[name][1] == pytest.approx(sd, rel=0.1, abs=0.002), name
+
+
+def test_a_reading_no_resample_could_make_spans_everything():
+    from pulsnar_dask.core.interval import _spread
+
+    resampled = np.array([[[0.1, np.nan]], [[0.3, np.nan]], [[0.2, 0.5]]])
+    sd = _spread(resampled)
+    assert sd[0, 0] == pytest.approx(0.1) and sd[0, 1] == np.inf

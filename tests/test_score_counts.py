@@ -111,3 +111,21 @@ def test_row_readers_need_the_rows():
     )
     with pytest.raises(ValueError, match="both labeled positives"):
         read_scores(ScoreCounts.from_scores(p[y == 1], y[y == 1]))
+
+
+def test_shares_between_edges_count_from_the_cell_and_constant_scores_bin_alike():
+    rng = np.random.default_rng(9)
+    p, y, _ = beta_mixture(rng, 4000)
+    counts, vectors = ScoreCounts.from_scores(p, y), ScoreVectors(p, y)
+    inside = (EDGES[2000] + EDGES[2001]) / 2  # within one cell: off by that cell at most
+    for label in (0, 1):
+        cell = np.sum((p[y == label] >= EDGES[2000]) & (p[y == label] < EDGES[2001]))
+        got = counts.share_at_least(label, np.array([inside, 1.0]))
+        want = vectors.share_at_least(label, np.array([inside, 1.0]))
+        assert abs(got[0] - want[0]) <= cell / np.sum(y == label)
+        assert got[1] >= want[1]  # the last cell, [1 - 1e-7, 1]
+    flat = np.full(50, 0.3)
+    labels = np.r_[np.ones(25, np.int8), np.zeros(25, np.int8)]
+    for method in ("scott", "fd"):  # no spread: the widest grid, whatever the rounding
+        assert ScoreCounts.from_scores(flat, labels).bin_count(method) == 512
+        assert ScoreVectors(flat, labels).bin_count(method) == 512

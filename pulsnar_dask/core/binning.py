@@ -82,7 +82,8 @@ def rule_bin_count(method: str, n: float, spread: float, sd: float, iqr: float) 
     if method == "rice":
         return float(2 * n ** (1 / 3))
     width = (3.5 * sd if method == "scott" else 2 * iqr) / n ** (1 / 3)
-    return spread / width if width > 0 else float(MAX_BINS)
+    # no spread: the widths are rounding noise, and no finite width is meant
+    return spread / width if spread > 0 and width > 0 else float(MAX_BINS)
 
 
 def rounded_bin_count(raw: float, method: str) -> int:

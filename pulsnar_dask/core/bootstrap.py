@@ -14,7 +14,7 @@ from scipy.stats import poisson
 
 from pulsnar_dask.core.folds import row_hash
 
-# Poisson(1) cumulative probabilities; a draw past the last is 20 (probability ~1e-19)
+# Poisson(1) cumulative probabilities; in float64 they reach 1 at 18, the largest draw
 _POISSON_CDF = poisson.cdf(np.arange(20), 1.0)
 # keeps the weights' hash apart from the folds' hash of the same (id, seed)
 _SALT = np.uint64(0xD1B54A32D192ED03)

@@ -24,6 +24,7 @@ uncertainty; the span takes them in (see docs/decisions/).
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -79,8 +80,8 @@ def _readings(
 ) -> np.ndarray:
     """Alpha per (group, reader), the subproblems' ``(probabilities, labels, positives'
     resample keys)`` combined as configured, on the rows (``resample=None``) or weighted
-    as one resample of the Poisson bootstrap weighs them (NaN where a subproblem's
-    positives all weigh 0 in it)."""
+    as one resample of the Poisson bootstrap weighs them (NaN where the unlabeled rows, or
+    a subproblem's positives, all weigh 0 in it)."""
     out = np.empty((len(groups), len(readers)))
     w_unl = None if resample is None else weights_of_keys(unlabeled_keys, resample)
     configs = [config.with_(alpha_estimator=reader) for reader in readers]
@@ -93,8 +94,10 @@ def _readings(
                 w[y == 0] = w_unl
                 w[y == 1] = weights_of_keys(positive_keys, resample)
             weighted.append((p, y, w))
-        if any(w is not None and not w[y == 1].any() for _, y, w in weighted):
-            out[g] = np.nan
+        if resample is not None and not (
+            w_unl.any() and all(w[y == 1].any() for _, y, w in weighted)
+        ):
+            out[g] = np.nan  # a label the resample left without rows
             continue
         unlabeled = [p[y == 0] for p, y, _ in weighted]
         scores: dict[tuple[int, bool], Scores] = {}  # each form built once per subproblem
@@ -145,6 +148,17 @@ def resample_readings(
     bounds = np.cumsum([0, *sizes])
     groups = [triples[a:b] for a, b in itertools.pairwise(bounds)]
     return _readings(groups, unlabeled_keys, subtypes, readers, config, seed, resample)
+
+
+def _spread(resampled: np.ndarray) -> np.ndarray:
+    """Standard deviation of each reading over the resamples that could read it (a
+    resample that leaves a label without rows reads NaN); infinite where fewer than two
+    could, so that the interval then spans [0, 1] rather than pretend to a spread."""
+    finite = np.isfinite(resampled).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sd = np.nanstd(resampled, axis=0, ddof=1)
+    return np.where(finite >= 2, sd, np.inf)
 
 
 def _in_turn(fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
@@ -212,7 +226,7 @@ def alpha_interval(
         for resample in range(n_resamples)
     ]
     resampled = (map_resamples or _in_turn)(resample_readings, calls)
-    sd = np.nanstd(resampled, axis=0, ddof=1)
+    sd = _spread(np.asarray(resampled))
     low, high = np.min(point - Z_95 * sd), np.max(point + Z_95 * sd)
     if len(alphas) > 1:
         _, mean_low, mean_high = mean_ci(np.asarray(alphas))

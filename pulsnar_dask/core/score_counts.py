@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 from scipy.special import expit
 
-from pulsnar_dask.core.binning import raw_bin_count, rounded_bin_count, rule_bin_count
+from pulsnar_dask.core.binning import bin_count, rounded_bin_count, rule_bin_count
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import BIN_METHODS
 from pulsnar_dask.core.density import (
@@ -48,7 +48,8 @@ N_CELLS = EDGES.size - 1
 def cell_of(probabilities: np.ndarray) -> np.ndarray:
     """Return the cell of :data:`EDGES` each probability falls in (1 in the last).
 
-    Counted, not searched: the linear edges at or below ``p`` are ``floor(4096 p) + 1``
+    A probability equal to a logit edge may fall in the cell below it (the logit's
+    rounding). Counted, not searched: the linear edges at or below ``p`` are ``floor(4096 p) + 1``
     and the refinement's ``floor((logit(p) + LOGIT_REACH) / LOGIT_STEP) + 1``, which
     costs a few arithmetic passes where a search of 12,000 edges costs a cache miss a row.
 
@@ -85,7 +86,8 @@ class Scores(Protocol):
         """``inverted_cdf`` quantiles of one label's probabilities, ascending levels."""
 
     def share_at_least(self, label: int, thresholds: np.ndarray) -> np.ndarray:
-        """Share of one label's rows with probability at or above each threshold."""
+        """Share of one label's rows with probability at or above each threshold (counts:
+        from the cell the threshold falls in, exact at the cells' lower edges)."""
 
 
 def _check_label(label: int | None) -> None:
@@ -123,7 +125,7 @@ class ScoreVectors:
         return histogram_density(self.probabilities, n_bins)
 
     def bin_count(self, method: str) -> int:
-        return rounded_bin_count(raw_bin_count(self.probabilities, method), method)
+        return bin_count(self.probabilities, method)
 
     def quantiles(self, label: int, levels: np.ndarray) -> np.ndarray:
         return np.quantile(self._of(label), levels, method="inverted_cdf")
@@ -230,7 +232,8 @@ class ScoreCounts:
 
     def histogram(self, n_bins: int) -> np.ndarray:
         # a cell counts in the bin of its lower edge: exact where n_bins divides 4096
-        # (every power of two the rules round to), as all bin edges are cell edges
+        # (every power of two the rules but Sturges round to), as all bin edges are then
+        # cell edges
         bins = np.minimum((EDGES[:-1] * n_bins).astype(np.int64), n_bins - 1)
         counts = np.bincount(bins, weights=self._rows(self.cells, None), minlength=n_bins)
         return counts / counts.sum()
@@ -255,8 +258,10 @@ class ScoreCounts:
     def share_at_least(self, label: int, thresholds: np.ndarray) -> np.ndarray:
         cells = self._rows(self.cells, label)
         above = np.r_[np.cumsum(cells[::-1])[::-1], 0.0]  # weight from each cell up
-        first = np.searchsorted(EDGES, np.asarray(thresholds, dtype=float), side="left")
-        return above[np.minimum(first, N_CELLS)] / cells.sum()
+        # from the cell each threshold falls in: exact at a cell's lower edge, where the
+        # quantiles lie
+        first = np.searchsorted(EDGES, np.asarray(thresholds, dtype=float), side="right") - 1
+        return above[np.clip(first, 0, N_CELLS - 1)] / cells.sum()
 
 
 def _cell_quantiles(cells: np.ndarray, levels: np.ndarray) -> np.ndarray:

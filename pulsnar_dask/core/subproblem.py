@@ -349,8 +349,9 @@ def claimed_rows(
     alphas: list[float],
     weights: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The unlabeled rows each subproblem claims: its most probable, as many as make up
-    ``round(alpha_c W)`` of the unlabeled rows' total weight ``W``.
+    """The unlabeled rows each subproblem claims: its most probable, as many as fit within
+    ``round(alpha_c W)`` of the unlabeled rows' total weight ``W`` (a row whose weight
+    would carry the claim past that stays out).
 
     Parameters
     ----------
