@@ -619,6 +619,16 @@ def _terminate(signum: int, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _quiet_lost_interrupt(unraisable: sys.UnraisableHookArgs) -> None:
+    """``sys.unraisablehook``: an interrupt of :func:`_terminate` raised inside a callback
+    whose errors Python only prints (a garbage collector's ``__del__``) is lost, not
+    printed as a traceback; :func:`_stop_if_signalled` stops the command. Anything else
+    is printed as Python prints it."""
+    if _signalled and isinstance(unraisable.exc_value, KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def _stop_if_signalled() -> None:
     """Raise the interrupt of a stopping signal whose own raise was lost."""
     if _signalled:
@@ -636,6 +646,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     _signalled.clear()
+    sys.unraisablehook = _quiet_lost_interrupt
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
     try:

@@ -299,3 +299,27 @@ def test_a_lost_interrupt_still_stops_before_any_output(medium, tmp_path, monkey
     assert status == 130
     assert "interrupted: stopped, no summary written" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_an_interrupt_lost_in_a_finalizer_prints_no_traceback(capsys, monkeypatch):
+    """Ctrl-C that lands in a garbage collector's ``__del__`` (distributed's futures) is
+    lost there; the command stops at its next stage, and no traceback is printed."""
+    import sys
+
+    from pulsnar_dask import cli
+
+    monkeypatch.setattr(sys, "unraisablehook", cli._quiet_lost_interrupt)
+    monkeypatch.setattr(cli, "_signalled", [signal.SIGINT])
+
+    class Interrupted:
+        def __del__(self):
+            raise KeyboardInterrupt("signal 2")
+
+    class Broken:
+        def __del__(self):
+            raise ValueError("not an interrupt")
+
+    Interrupted()  # collected at once
+    Broken()
+    err = capsys.readouterr().err
+    assert "KeyboardInterrupt" not in err and "not an interrupt" in err
