@@ -51,12 +51,17 @@ def raw_bin_count(probabilities: np.ndarray, method: str = "rice") -> float:
     float
         The number of bins the rule asks for, before rounding and capping.
     """
-    check_choice("bin method", method, BIN_METHODS)
     p = np.asarray(probabilities, dtype=float)
-    if p.size < 2:
-        raise ValueError("at least two probabilities are needed to choose a bin count")
+    check_bin_rule(method, p.size)
     q75, q25 = np.percentile(p, [75, 25]) if method == "fd" else (0.0, 0.0)
     return rule_bin_count(method, p.size, float(p.max() - p.min()), float(np.std(p)), q75 - q25)
+
+
+def check_bin_rule(method: str, n: float) -> None:
+    """Refuse an unknown rule, or fewer than two probabilities to apply it to."""
+    check_choice("bin method", method, BIN_METHODS)
+    if n < 2:
+        raise ValueError("at least two probabilities are needed to choose a bin count")
 
 
 def rule_bin_count(method: str, n: float, spread: float, sd: float, iqr: float) -> float:

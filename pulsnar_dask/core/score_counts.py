@@ -26,9 +26,12 @@ from typing import Protocol
 import numpy as np
 from scipy.special import expit
 
-from pulsnar_dask.core.binning import bin_count, rounded_bin_count, rule_bin_count
-from pulsnar_dask.core.choices import check_choice
-from pulsnar_dask.core.config import BIN_METHODS
+from pulsnar_dask.core.binning import (
+    bin_count,
+    check_bin_rule,
+    rounded_bin_count,
+    rule_bin_count,
+)
 from pulsnar_dask.core.density import (
     DEFAULT_FINE_BINS,
     KernelSample,
@@ -82,8 +85,8 @@ class Scores(Protocol):
         """The density grid's size by a bin-count rule
         (:func:`~pulsnar_dask.core.binning.bin_count`)."""
 
-    def quantiles(self, label: int, levels: np.ndarray) -> np.ndarray:
-        """``inverted_cdf`` quantiles of one label's probabilities, ascending levels."""
+    def quantiles(self, label: int | None, levels: np.ndarray) -> np.ndarray:
+        """``inverted_cdf`` quantiles of the rows' probabilities, ascending levels."""
 
     def share_at_least(self, label: int, thresholds: np.ndarray) -> np.ndarray:
         """Share of one label's rows with probability at or above each threshold (counts:
@@ -127,7 +130,7 @@ class ScoreVectors:
     def bin_count(self, method: str) -> int:
         return bin_count(self.probabilities, method)
 
-    def quantiles(self, label: int, levels: np.ndarray) -> np.ndarray:
+    def quantiles(self, label: int | None, levels: np.ndarray) -> np.ndarray:
         return np.quantile(self._of(label), levels, method="inverted_cdf")
 
     def share_at_least(self, label: int, thresholds: np.ndarray) -> np.ndarray:
@@ -239,20 +242,15 @@ class ScoreCounts:
         return counts / counts.sum()
 
     def bin_count(self, method: str) -> int:
-        check_choice("bin method", method, BIN_METHODS)
         n = self.count(None)
-        if n < 2:
-            raise ValueError("at least two probabilities are needed to choose a bin count")
+        check_bin_rule(method, n)
         total, squares = self.sums.sum(axis=0)
         sd = float(np.sqrt(max(squares / n - (total / n) ** 2, 0.0)))
-        q25, q75 = self._pooled_quantiles(np.array([0.25, 0.75]))
+        q25, q75 = self.quantiles(None, np.array([0.25, 0.75]))
         raw = rule_bin_count(method, n, self.high - self.low, sd, float(q75 - q25))
         return rounded_bin_count(raw, method)
 
-    def _pooled_quantiles(self, levels: np.ndarray) -> np.ndarray:
-        return _cell_quantiles(self._rows(self.cells, None), levels)
-
-    def quantiles(self, label: int, levels: np.ndarray) -> np.ndarray:
+    def quantiles(self, label: int | None, levels: np.ndarray) -> np.ndarray:
         return _cell_quantiles(self._rows(self.cells, label), levels)
 
     def share_at_least(self, label: int, thresholds: np.ndarray) -> np.ndarray:
