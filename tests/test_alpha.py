@@ -9,6 +9,7 @@ from pulsnar_dask.core.alpha import (
     alpha_objective,
     region_mask,
 )
+from pulsnar_dask.core.grid import EDGES, cell_of
 from pulsnar_dask.core.score_counts import ScoreVectors
 
 
@@ -82,8 +83,10 @@ def test_positives_region_starts_at_the_positives_median_above_one_half():
     # a median below 0.5: the reference's floor
     below = _median([0.1, 0.2, 0.3, 0.9])
     np.testing.assert_array_equal(region_mask(grid, "positives", below), grid > 0.5)
-    # the tail reader's median (inverted_cdf): of 0.6 and 0.9, 0.6, not 0.75
-    assert _median([0.6, 0.9]) == 0.6
+    # the tail reader's median (inverted_cdf): of 0.6 and 0.9, 0.6, not 0.75, at the
+    # lower edge of its grid cell
+    assert _median([0.6, 0.9]) == EDGES[cell_of(np.array([0.6]))][0]
+    assert 0.6 - 1 / 4096 < _median([0.6, 0.9]) <= 0.6
     np.testing.assert_array_equal(region_mask(grid, "positives", 0.6), grid > 0.55)
     np.testing.assert_array_equal(region_mask(grid, "positives", 1.0), grid == 1)
     np.testing.assert_array_equal(region_mask(grid, "upper"), grid > 0.5)
@@ -168,8 +171,10 @@ def test_tail_ratios_known_answer():
     p = np.r_[pos, unl]
     y = np.r_[np.ones(10), np.zeros(10)].astype(int)
     thresholds, ratios = tail_ratios(ScoreVectors(p, y), tail_fraction=0.1)
-    # ten quantiles of the positives from the median to the 0.9 quantile
-    np.testing.assert_allclose(thresholds, [0.5, 0.6, 0.6, 0.7, 0.7, 0.8, 0.8, 0.9, 0.9, 0.9])
+    # ten quantiles of the positives from the median to the 0.9 quantile, each at the
+    # lower edge of its grid cell
+    quantiles = np.array([0.5, 0.6, 0.6, 0.7, 0.7, 0.8, 0.8, 0.9, 0.9, 0.9])
+    np.testing.assert_array_equal(thresholds, EDGES[cell_of(quantiles)])
     # P_U(p >= t) / P_P(p >= t) at 0.5 .. 0.9: 0.3/0.6, 0.2/0.5, 0.1/0.4, 0.1/0.3, 0.1/0.2
     expected = {0.5: 0.5, 0.6: 0.4, 0.7: 0.25, 0.8: 1 / 3, 0.9: 0.5}
     np.testing.assert_allclose(ratios, [expected[round(t, 1)] for t in thresholds])

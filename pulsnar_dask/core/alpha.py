@@ -40,7 +40,6 @@ from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import ALPHA_ESTIMATORS, ALPHA_REGIONS, DEFAULT_TAIL_FRACTION
 from pulsnar_dask.core.density import (
     BANDWIDTH_BOUNDS,
-    DEFAULT_FINE_BINS,
     beta_kernel_density,
     select_bandwidth,
 )
@@ -473,7 +472,6 @@ def estimate_alpha(
     bandwidth_error: str = "mse",
     bandwidth_bounds: tuple[float, float] = BANDWIDTH_BOUNDS,
     exact: bool = False,
-    fine_bins: int = DEFAULT_FINE_BINS,
     kernel_normalization: str = "point",
     random_state: int | None = 0,
     estimator: str = "kernel",
@@ -500,10 +498,9 @@ def estimate_alpha(
     exact : bool
         Read the probabilities themselves (the oracle; the kernel's cost grows with
         ``n``) instead of their fixed-size counts
-        (:class:`~pulsnar_dask.core.score_counts.ScoreCounts`: the kernel over
-        ``fine_bins`` weighted nodes, quantiles and tail shares on a fine grid of cells).
-    fine_bins : int
-        Number of linear-binning nodes of the counts.
+        (:class:`~pulsnar_dask.core.score_counts.ScoreCounts`: the kernel over weighted
+        nodes, quantiles and tail shares on a fine grid of cells,
+        :mod:`pulsnar_dask.core.grid`).
     kernel_normalization : {"point", "grid"}
         ``point``: each probability's kernel sums to 1 over the grid (mass-preserving);
         ``grid``: the paper's mean kernel, normalised once over the grid.
@@ -525,7 +522,7 @@ def estimate_alpha(
     _check_choices(estimator, bin_method, region)
     p, y = _check_inputs(probabilities, labels)
     vectors = ScoreVectors(p, y)
-    scores = vectors if exact else ScoreCounts.from_scores(p, y, fine_bins=fine_bins)
+    scores = vectors if exact else ScoreCounts.from_scores(p, y)
     return read_scores(
         scores,
         bin_method=bin_method,

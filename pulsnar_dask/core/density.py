@@ -3,8 +3,8 @@
 The beta kernel (Chen 1999) at grid point ``z`` with bandwidth ``bw`` is
 ``Beta.pdf(p; 1 + z/bw, 1 + (1 - z)/bw)``. A :class:`KernelSample` holds the points the
 kernel is averaged over: either the raw probabilities (the exact path, kept as the oracle)
-or 1024 equally spaced nodes carrying the probabilities' weight by linear
-binning (the fast path, whose kernel cost does not grow with ``n``).
+or the nodes of :data:`~pulsnar_dask.core.grid.NODES` carrying the probabilities' weight by
+linear binning (the fast path, whose kernel cost does not grow with ``n``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pulsnar_dask.core.config import (
     BANDWIDTH_SEARCHES,
     KERNEL_NORMALIZATIONS,
 )
+from pulsnar_dask.core.grid import NODES, node_weights
 
-DEFAULT_FINE_BINS = 1024
 # The reference searches [0.01, 0.5]. On the paper's synthetic protocol the histogram fit
 # then settles on the 0.01 floor, where the alpha objective, a minimum over noisy density
 # ratios, is biased low; with the point-normalised kernel a 0.05 floor halves PULSCAR's
@@ -51,60 +51,36 @@ class KernelSample:
     weights: np.ndarray
 
     @classmethod
-    def from_probabilities(
-        cls, probabilities: np.ndarray, fine_bins: int | None = DEFAULT_FINE_BINS
-    ) -> KernelSample:
+    def from_probabilities(cls, probabilities: np.ndarray, exact: bool = False) -> KernelSample:
         """Build a sample from probabilities.
 
         Parameters
         ----------
         probabilities : ndarray of shape (n,)
             Values in [0, 1].
-        fine_bins : int or None
-            ``None`` keeps every probability (exact path). An integer spreads the
-            probabilities over that many equally spaced nodes on [0, 1] by linear
-            binning and keeps the nodes with weight (fast path).
+        exact : bool
+            Keep every probability (the exact path) instead of spreading them over
+            :data:`~pulsnar_dask.core.grid.NODES` by linear binning and keeping the nodes
+            with weight (the fast path).
 
         Returns
         -------
         KernelSample
         """
         p = np.asarray(probabilities, dtype=float)
-        if fine_bins is None:
+        if exact:
             points = np.clip(p, _CLIP, 1 - _CLIP)
             return cls(np.log(points), np.log1p(-points), np.ones_like(p))
-        return cls.from_node_weights(node_weights(p, fine_bins))
+        return cls.from_node_weights(node_weights(p))
 
     @classmethod
     def from_node_weights(cls, weights: np.ndarray) -> KernelSample:
-        """Build a binned sample from the weights of ``len(weights)`` equally spaced
-        nodes on [0, 1] (:func:`node_weights`; weights of several samples add up to
-        their pooled sample's)."""
+        """Build a binned sample from the weights of :data:`~pulsnar_dask.core.grid.NODES`
+        (:func:`~pulsnar_dask.core.grid.node_weights`; weights of several samples add up
+        to their pooled sample's)."""
         keep = np.flatnonzero(weights > 0)
-        points = np.clip(keep / (weights.size - 1), _CLIP, 1 - _CLIP)
+        points = np.clip(NODES[keep], _CLIP, 1 - _CLIP)
         return cls(np.log(points), np.log1p(-points), weights[keep])
-
-
-def node_weights(
-    probabilities: np.ndarray, fine_bins: int = DEFAULT_FINE_BINS, weights: np.ndarray | None = None
-) -> np.ndarray:
-    """Spread probabilities over ``fine_bins`` equally spaced nodes on [0, 1] by linear
-    binning: each splits its weight (1, or its entry of ``weights``) between the two
-    nearest nodes, in proportion to its distance from each (second-order accurate for a
-    smooth kernel).
-
-    Returns
-    -------
-    ndarray of shape (fine_bins,)
-        Weight of each node, summing to the probabilities' total weight.
-    """
-    position = np.asarray(probabilities, dtype=float) * (fine_bins - 1)
-    lower = np.minimum(position.astype(np.int64), fine_bins - 2)
-    upper_share = position - lower
-    w = 1.0 if weights is None else np.asarray(weights, dtype=float)
-    nodes = np.bincount(lower, weights=w * (1.0 - upper_share), minlength=fine_bins)
-    nodes += np.bincount(lower + 1, weights=w * upper_share, minlength=fine_bins)
-    return nodes
 
 
 def histogram_density(probabilities: np.ndarray, n_bins: int) -> np.ndarray:

@@ -1,9 +1,10 @@
 """What the kernel and tail readers need from a subproblem's probabilities, in two forms.
 
 :class:`ScoreCounts` holds fixed-size statistics, each label apart: the weight of the
-probabilities in each cell of a fine grid (:data:`EDGES`: every 1/4096 of [0, 1], refined
-towards 0 and 1 to a logit step of 1/256, so that scores piled up near 1 still spread over
-many cells), the beta kernel's linear-binning nodes, the sums of ``p`` and ``p**2``, and
+probabilities in each cell of a fine grid (:data:`~pulsnar_dask.core.grid.EDGES`: every
+1/4096 of [0, 1], refined towards 0 and 1 to a logit step of 1/256, so that scores piled up
+near 1 still spread over many cells), their linear-binning weights on the beta kernel's
+nodes (:data:`~pulsnar_dask.core.grid.NODES`), the sums of ``p`` and ``p**2``, and
 the smallest and largest ``p``. Statistics of disjoint rows add up (``a + b``), so the
 partitions of a subproblem reduce to the subproblem's by summing, and a resample that
 weighs each row (:func:`pulsnar_dask.core.bootstrap.poisson_weights`) is the same sums,
@@ -13,9 +14,11 @@ weighted. Their size does not grow with the rows.
 exact path, kept as the oracle the counts are tested against.
 
 Both answer the same questions (:class:`Scores`); the readers of
-:mod:`pulsnar_dask.core.alpha` ask them and do not know which form they hold. On the
-counts, a quantile is the lower edge of the cell it falls in, and the tail shares are
-counted from that edge: the readers' thresholds move by less than a cell.
+:mod:`pulsnar_dask.core.alpha` ask them and do not know which form they hold. In both
+forms a quantile is the lower edge of the grid cell it falls in, and the tail shares are
+counted from that edge, so the tail reader's thresholds lie on the grid and its two forms
+read the same rows: on a few hundred rows one row moves a tail ratio by more than the
+counts' tolerance, and a threshold inside a cell would split that cell's rows.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from scipy.special import expit
 
 from pulsnar_dask.core.binning import (
     bin_count,
@@ -32,40 +34,8 @@ from pulsnar_dask.core.binning import (
     rounded_bin_count,
     rule_bin_count,
 )
-from pulsnar_dask.core.density import (
-    DEFAULT_FINE_BINS,
-    KernelSample,
-    histogram_density,
-    node_weights,
-)
-
-LINEAR_CELLS = 4096
-LOGIT_STEP = 1 / 256
-LOGIT_REACH = 16.118095650958317  # logit(1 - 1e-7): the valley reader's clip
-# the refinement's edges: expit(-LOGIT_REACH + i LOGIT_STEP), none of them a linear edge
-_LOGIT_EDGES = expit(np.arange(-LOGIT_REACH, LOGIT_REACH + LOGIT_STEP / 2, LOGIT_STEP))
-EDGES = np.sort(np.r_[np.linspace(0.0, 1.0, LINEAR_CELLS + 1), _LOGIT_EDGES])
-N_CELLS = EDGES.size - 1
-
-
-def cell_of(probabilities: np.ndarray) -> np.ndarray:
-    """Return the cell of :data:`EDGES` each probability falls in (1 in the last).
-
-    A probability equal to a logit edge may fall in the cell below it (the logit's
-    rounding). Counted, not searched: the linear edges at or below ``p`` are ``floor(4096 p) + 1``
-    and the refinement's ``floor((logit(p) + LOGIT_REACH) / LOGIT_STEP) + 1``, which
-    costs a few arithmetic passes where a search of 12,000 edges costs a cache miss a row.
-
-    Returns
-    -------
-    ndarray of int64
-    """
-    p = np.asarray(probabilities, dtype=float)
-    linear = np.minimum((p * LINEAR_CELLS).astype(np.int64), LINEAR_CELLS - 1)
-    with np.errstate(divide="ignore"):
-        logit = np.log(p) - np.log1p(-p)
-    refined = np.floor((logit + LOGIT_REACH) / LOGIT_STEP) + 1
-    return linear + np.clip(refined, 0, _LOGIT_EDGES.size).astype(np.int64)
+from pulsnar_dask.core.density import KernelSample, histogram_density
+from pulsnar_dask.core.grid import EDGES, N_CELLS, N_NODES, cell_of, node_weights
 
 
 class Scores(Protocol):
@@ -86,7 +56,8 @@ class Scores(Protocol):
         (:func:`~pulsnar_dask.core.binning.bin_count`)."""
 
     def quantiles(self, label: int | None, levels: np.ndarray) -> np.ndarray:
-        """``inverted_cdf`` quantiles of the rows' probabilities, ascending levels."""
+        """``inverted_cdf`` quantiles of the rows' probabilities, ascending levels, each
+        the lower edge of the grid cell it falls in."""
 
     def share_at_least(self, label: int, thresholds: np.ndarray) -> np.ndarray:
         """Share of one label's rows with probability at or above each threshold (counts:
@@ -122,7 +93,7 @@ class ScoreVectors:
         return float(self._of(label).size)
 
     def kernel_sample(self, label: int | None) -> KernelSample:
-        return KernelSample.from_probabilities(self._of(label), None)
+        return KernelSample.from_probabilities(self._of(label), exact=True)
 
     def histogram(self, n_bins: int) -> np.ndarray:
         return histogram_density(self.probabilities, n_bins)
@@ -131,7 +102,7 @@ class ScoreVectors:
         return bin_count(self.probabilities, method)
 
     def quantiles(self, label: int | None, levels: np.ndarray) -> np.ndarray:
-        return np.quantile(self._of(label), levels, method="inverted_cdf")
+        return EDGES[cell_of(np.quantile(self._of(label), levels, method="inverted_cdf"))]
 
     def share_at_least(self, label: int, thresholds: np.ndarray) -> np.ndarray:
         # rows below each threshold counted without sorting them (there may be millions)
@@ -154,9 +125,9 @@ class ScoreCounts:
     cells : ndarray of shape (2, N_CELLS)
         Weight of the rows whose probability falls in each cell ``[EDGES[j], EDGES[j+1])``
         (1 falls in the last).
-    nodes : ndarray of shape (2, fine_bins)
-        The rows' linear-binning weights on ``fine_bins`` equally spaced nodes of [0, 1]
-        (:func:`~pulsnar_dask.core.density.node_weights`), what the beta kernel averages over.
+    nodes : ndarray of shape (2, N_NODES)
+        The rows' linear-binning weights on the kernel's nodes
+        (:func:`~pulsnar_dask.core.grid.node_weights`), what the beta kernel averages over.
     sums : ndarray of shape (2, 2)
         Sum of ``p`` and of ``p**2`` (weighted).
     low, high : float
@@ -175,7 +146,6 @@ class ScoreCounts:
         probabilities: np.ndarray,
         labels: np.ndarray,
         weights: np.ndarray | None = None,
-        fine_bins: int = DEFAULT_FINE_BINS,
     ) -> ScoreCounts:
         """Reduce probabilities to their statistics.
 
@@ -187,8 +157,6 @@ class ScoreCounts:
             1 for labeled positives, 0 for unlabeled.
         weights : ndarray of shape (n,) or None
             Non-negative weight of each row (a resample's); None: 1 each.
-        fine_bins : int
-            Number of the kernel's linear-binning nodes.
 
         Returns
         -------
@@ -199,13 +167,13 @@ class ScoreCounts:
         w = np.ones(p.size) if weights is None else np.asarray(weights, dtype=float)
         cell = cell_of(p)
         cells = np.zeros((2, N_CELLS))
-        nodes = np.zeros((2, fine_bins))
+        nodes = np.zeros((2, N_NODES))
         sums = np.zeros((2, 2))
         for label in (0, 1):
             rows = y == label
             p_l, w_l = p[rows], w[rows]
             cells[label] = np.bincount(cell[rows], weights=w_l, minlength=N_CELLS)
-            nodes[label] = node_weights(p_l, fine_bins, w_l)
+            nodes[label] = node_weights(p_l, w_l, cell[rows])
             sums[label] = (p_l @ w_l, (p_l * p_l) @ w_l)
         held = p[w > 0]
         low, high = (float(held.min()), float(held.max())) if held.size else (np.inf, -np.inf)
@@ -213,8 +181,6 @@ class ScoreCounts:
 
     def __add__(self, other: ScoreCounts) -> ScoreCounts:
         """The statistics of both sets of rows together."""
-        if self.nodes.shape != other.nodes.shape:
-            raise ValueError("statistics with different node counts do not add up")
         return ScoreCounts(
             self.cells + other.cells,
             self.nodes + other.nodes,
