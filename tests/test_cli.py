@@ -243,22 +243,23 @@ def test_late_imports_are_what_the_run_will_need(method, calibration, iterations
     assert late_imports(method, calibration, iterations) == expected
 
 
-def test_a_pulscar_runs_client_imports_no_scikit_learn(data, tmp_path):
-    # its 0.6 s import would compete with the local cluster's start for the cores: the
-    # isotonic calibration needs none of it (core.calibration.isotonic_thresholds)
+def test_a_pulscar_runs_client_imports_no_scikit_learn_nor_scipy_stats(data, tmp_path):
+    # their imports (0.6 s, 0.9 s) would compete with the local cluster's start for the
+    # cores: the isotonic calibration needs neither (core.calibration.isotonic_thresholds),
+    # nor does the bootstrap's Poisson draw
     script = (
         "import sys\n"
         "from pulsnar_dask.cli import main\n"
         f"status = main(['run', '--input', {str(data)!r}, '--method', 'pulscar', '--out', "
         f"{str(tmp_path / 'out')!r}, '--n-workers', '2', '--quiet'])\n"
-        "print('sklearn' in sys.modules, file=sys.stderr)\n"
+        "print('sklearn' in sys.modules, 'scipy.stats' in sys.modules, file=sys.stderr)\n"
         "sys.exit(status)\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == "False"
+    assert proc.stderr.strip().splitlines()[-1] == "False False"
     # the saved model still carries the isotonic map that scores new rows
     calibration = json.loads((tmp_path / "out" / "model" / "model.json").read_text())["calibration"]
     assert calibration["method"] == "isotonic" and len(calibration["x"]) > 2
