@@ -30,6 +30,15 @@ benchmarks/results/<name>.{md,csv}.
     python jobs/benchmark_out_of_sample.py table --runs RUNS.jsonl [--before RUNS.jsonl]
                                                  [--name out_of_sample]
 
+``defaults`` reports one commit's defaults as they ran, per family and per family
+group, on the visible families and, with ``--held-out``, on the held-out panel beside them:
+MAE, 95% coverage, width, width of the unwarned runs, confident wrong runs, share warned,
+false alarms, share read PULSCAR, and the MAE of each assumption's own reading. It chooses
+no setting, so its in-sample and leave-one-family-out figures are the same figure.
+
+    python jobs/benchmark_out_of_sample.py defaults --runs RUNS.jsonl [--held-out RUNS.jsonl]
+                                                    [--name defaults]
+
 Seeds 0-4 are for choosing settings, seeds 5-9 for the figures reported (DESIGN.md
 section 8); no screen may touch 5-9.
 """
@@ -539,6 +548,67 @@ def confirm(runs_path: Path, held_out_path: Path, as_ran: list[Path], name: str)
     print("\n".join(lines))
 
 
+def _own_reading(run: dict, assumption: str) -> float:
+    """An assumption's kernel reading as the run recorded it (PULSCAR's alpha where the
+    clusters were not read: one cluster)."""
+    reading = run["readings"].get(f"{assumption} kernel")
+    return run["alpha"] if reading is None else float(reading[0])
+
+
+def defaults(runs_path: Path, held_out_path: Path | None, name: str) -> None:
+    """One commit's defaults as they ran, on seeds 5-9: per family, per group."""
+    paths = [runs_path] + ([held_out_path] if held_out_path is not None else [])
+    runs = pd.concat([_records(path) for path in paths], ignore_index=True)
+    runs = runs[runs.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
+    frame = figures(read_all_as_ran(runs))
+    for assumption in ("pulscar", "pulsnar"):
+        errors = [abs(_own_reading(r, assumption) - r["true"]) for r in runs.to_dict("records")]
+        frame[f"mae_{assumption}"] = pd.Series(errors).groupby(runs.set).mean()
+    frame.to_csv(RESULTS / f"{name}.csv")
+    command = f"python jobs/benchmark_out_of_sample.py defaults --runs {runs_path.name}"
+    if held_out_path is not None:
+        command += f" --held-out {held_out_path.name}"
+    seeds = ", ".join(map(str, sorted(runs.seed.unique())))
+    lines = [
+        "# The defaults as they ran, per family",
+        "",
+        f"`{command}`: fits of commit {', '.join(sorted(runs.commit.unique()))}, "
+        f"{len(runs)} runs of seeds {seeds} (the in-memory estimator, defaults). No setting "
+        "is chosen from these runs, so their in-sample and leave-one-family-out figures are "
+        "one figure. The rules of the defaults were designed on the visible families, and "
+        "auto's reading (PULSCAR's alpha, the interval spanning the clusters' readings, a "
+        "warning where the two differ beyond their noise) was chosen on the held-out "
+        "panel (docs/decisions/2026-12-03-held-out-panel.md), so neither group is out of "
+        "sample for every choice: the held-out panel's figures are out of sample for the "
+        "designs made before 2026-12-03, in sample for that choice.",
+        "",
+        "Columns: MAE; 95% coverage; mean width; mean width of the unwarned runs; confident "
+        "wrong runs (error > 0.05, outside the interval, no warning); share of runs warned; "
+        "false alarms (warned, error < 0.02); share read PULSCAR; MAE of PULSCAR's and of "
+        "the clusters' kernel readings.",
+        "",
+    ]
+    columns = [
+        ("runs", "d"), ("mae", ".4f"), ("coverage", ".0%"), ("width", ".3f"),
+        ("unwarned_width", ".3f"), ("confident_wrong", "d"), ("warned", ".0%"),
+        ("false_alarms", "d"), ("pulscar", ".0%"), ("mae_pulscar", ".4f"),
+        ("mae_pulsnar", ".4f"),
+    ]  # fmt: skip
+    names = ["runs", "MAE", "cover", "width", "unwarned width", "conf. wrong", "warned",
+             "false alarms", "PULSCAR", "PULSCAR reading", "clusters' reading"]  # fmt: skip
+    for title, rows in (("group", _grouped(frame)), ("family", frame)):
+        lines += ["| " + " | ".join([title, *names]) + " |", "|" + "---|" * (len(names) + 1)]
+        for key, row in rows.iterrows():
+            row = row.astype(object)
+            for c in COUNTS:
+                if c in row and row[c] == row[c]:
+                    row[c] = int(row[c])
+            lines.append(f"| {key} | {_cells(row, columns)} |")
+        lines.append("")
+    write_result(RESULTS / f"{name}.md", "\n".join(lines))
+    print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -567,6 +637,10 @@ def main() -> None:
         "--as-ran", type=Path, nargs="+", required=True, help="commits' defaults' held-out fits"
     )
     confirming.add_argument("--name", default="held_out", help="results files' name")
+    reporting = sub.add_parser("defaults", help="one commit's defaults as they ran")
+    reporting.add_argument("--runs", type=Path, required=True, help="its visible families' fits")
+    reporting.add_argument("--held-out", type=Path, help="its held-out panel's fits")
+    reporting.add_argument("--name", default="defaults", help="results files' name")
     args = parser.parse_args()
     if args.command == "fit":
         names = [item.partition("=")[0].strip() for item in args.set]
@@ -579,6 +653,8 @@ def main() -> None:
         fit(args.families, args.seeds, args.out, {n: getattr(config, n) for n in names})
     elif args.command == "confirm":
         confirm(args.runs, args.held_out, args.as_ran, args.name)
+    elif args.command == "defaults":
+        defaults(args.runs, args.held_out, args.name)
     else:
         table(args.runs, args.before, args.name)
 
