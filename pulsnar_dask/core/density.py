@@ -51,7 +51,7 @@ class KernelSample:
     weights: np.ndarray
 
     @classmethod
-    def from_probabilities(cls, probabilities: np.ndarray, exact: bool = False) -> KernelSample:
+    def from_probabilities(cls, probabilities: np.ndarray, *, exact: bool = False) -> KernelSample:
         """Build a sample from probabilities.
 
         Parameters

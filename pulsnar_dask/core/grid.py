@@ -44,12 +44,13 @@ _NODE_OF_CELL = np.minimum(
 
 
 def cell_of(probabilities: np.ndarray) -> np.ndarray:
-    """Return the cell of :data:`EDGES` each probability falls in (1 in the last).
+    """Return the cell of :data:`EDGES` each probability in [0, 1] falls in (1 in the last).
 
-    A probability equal to a logit edge may fall in the cell below it (the logit's
-    rounding). Counted, not searched: the linear edges at or below ``p`` are ``floor(4096 p) + 1``
+    Counted, not searched: the linear edges at or below ``p`` are ``floor(4096 p) + 1``
     and the refinement's ``floor((logit(p) + LOGIT_REACH) / LOGIT_STEP) + 1``, which
     costs a few arithmetic passes where a search of 12,000 edges costs a cache miss a row.
+    The logit's rounding can miss by one cell within an ulp of a logit edge; a comparison
+    with the cell's two edges puts those values right.
 
     Returns
     -------
@@ -60,11 +61,15 @@ def cell_of(probabilities: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         logit = np.log(p) - np.log1p(-p)
     refined = np.floor((logit + LOGIT_REACH) / LOGIT_STEP) + 1
-    return linear + np.clip(refined, 0, _LOGIT_EDGES.size).astype(np.int64)
+    cell = linear + np.clip(refined, 0, _LOGIT_EDGES.size).astype(np.int64)
+    cell -= p < EDGES[cell]
+    cell += (p >= EDGES[cell + 1]) & (cell < N_CELLS - 1)
+    return cell
 
 
 def node_weights(
     probabilities: np.ndarray,
+    *,
     weights: np.ndarray | None = None,
     cells: np.ndarray | None = None,
 ) -> np.ndarray:

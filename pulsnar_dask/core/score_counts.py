@@ -161,8 +161,15 @@ class ScoreCounts:
         Returns
         -------
         ScoreCounts
+
+        Raises
+        ------
+        ValueError
+            For a probability outside [0, 1] (NaN included).
         """
         p = np.asarray(probabilities, dtype=float)
+        if not np.all((p >= 0.0) & (p <= 1.0)):
+            raise ValueError("probabilities must lie in [0, 1]")
         y = np.asarray(labels)
         w = np.ones(p.size) if weights is None else np.asarray(weights, dtype=float)
         cell = cell_of(p)
@@ -173,7 +180,7 @@ class ScoreCounts:
             rows = y == label
             p_l, w_l = p[rows], w[rows]
             cells[label] = np.bincount(cell[rows], weights=w_l, minlength=N_CELLS)
-            nodes[label] = node_weights(p_l, w_l, cell[rows])
+            nodes[label] = node_weights(p_l, weights=w_l, cells=cell[rows])
             sums[label] = (p_l @ w_l, (p_l * p_l) @ w_l)
         held = p[w > 0]
         low, high = (float(held.min()), float(held.max())) if held.size else (np.inf, -np.inf)
