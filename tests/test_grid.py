@@ -40,6 +40,16 @@ def test_nodes_are_edges_and_take_each_weight_whole_or_split_between_two():
     np.testing.assert_array_equal(np.flatnonzero(on), [3, 500, N_NODES - 4])
 
 
+def test_counts_from_kept_cells_are_the_counts():
+    rng = np.random.default_rng(2)
+    p, y = rng.random(3000), (rng.random(3000) < 0.3).astype(np.int8)
+    w = rng.poisson(1.0, p.size)
+    kept = ScoreCounts.from_scores(p, y, w, cell_of(p).astype(np.uint16))
+    counted = ScoreCounts.from_scores(p, y, w)
+    for name in ("cells", "nodes", "sums"):
+        np.testing.assert_array_equal(getattr(kept, name), getattr(counted, name))
+
+
 @pytest.mark.parametrize("bad", [np.nan, -0.1, 1.5])
 def test_counts_refuse_probabilities_outside_zero_one(bad):
     with pytest.raises(ValueError, match=r"must lie in \[0, 1\]"):

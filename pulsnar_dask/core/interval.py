@@ -33,6 +33,7 @@ import numpy as np
 
 from pulsnar_dask.core.bootstrap import resample_keys, weights_of_keys
 from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.grid import N_CELLS, cell_of
 from pulsnar_dask.core.score_counts import Scores
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import (
@@ -66,11 +67,14 @@ class AlphaInterval:
     readings: dict[str, tuple[float, float]]
 
 
-Triples = Sequence[Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]]
+# each subproblem's probabilities, labels, positives' resample keys and grid cells
+Subproblems = Sequence[Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]
+_PER_SUBPROBLEM = 4  # arrays of each subproblem in resample_readings' flat arguments
+_CELL_TYPE = np.min_scalar_type(N_CELLS - 1)  # the cells kept, 2 bytes a row
 
 
 def _readings(
-    groups: Triples,
+    groups: Subproblems,
     unlabeled_keys: np.ndarray,
     subtypes: Sequence[np.ndarray],
     readers: Sequence[str],
@@ -79,34 +83,34 @@ def _readings(
     resample: int | None,
 ) -> np.ndarray:
     """Alpha per (group, reader), the subproblems' ``(probabilities, labels, positives'
-    resample keys)`` combined as configured, on the rows (``resample=None``) or weighted
-    as one resample of the Poisson bootstrap weighs them (NaN where the unlabeled rows, or
-    a subproblem's positives, all weigh 0 in it)."""
+    resample keys, grid cells)`` combined as configured, on the rows (``resample=None``)
+    or weighted as one resample of the Poisson bootstrap weighs them (NaN where the
+    unlabeled rows, or a subproblem's positives, all weigh 0 in it)."""
     out = np.empty((len(groups), len(readers)))
     w_unl = None if resample is None else weights_of_keys(unlabeled_keys, resample)
     configs = [config.with_(alpha_estimator=reader) for reader in readers]
     for g, group in enumerate(groups):
         weighted = []
-        for p, y, positive_keys in group:
+        for p, y, positive_keys, cells in group:
             w = None
             if resample is not None:
                 w = np.empty(p.size, np.int64)
                 w[y == 0] = w_unl
                 w[y == 1] = weights_of_keys(positive_keys, resample)
-            weighted.append((p, y, w))
+            weighted.append((p, y, w, cells))
         if resample is not None and not (
-            w_unl.any() and all(w[y == 1].any() for _, y, w in weighted)
+            w_unl.any() and all(w[y == 1].any() for _, y, w, _ in weighted)
         ):
             out[g] = np.nan  # a label the resample left without rows
             continue
-        unlabeled = [p[y == 0] for p, y, _ in weighted]
+        unlabeled = [p[y == 0] for p, y, _, _ in weighted]
         scores: dict[tuple[int, bool], Scores] = {}  # each form built once per subproblem
         for r, cfg in enumerate(configs):
             alphas = []
-            for s, (p, y, w) in enumerate(weighted):
+            for s, (p, y, w, cells) in enumerate(weighted):
                 form = (s, reads_rows(cfg))
                 if form not in scores:
-                    scores[form] = scores_for(p, y, cfg, w)
+                    scores[form] = scores_for(p, y, cfg, w, cells)
                 alphas.append(alpha_of(scores[form], cfg, seed))
             out[g, r] = combined_alpha(unlabeled, alphas, subtypes[g], w_unl)
     return out
@@ -136,17 +140,18 @@ def resample_readings(
         The unlabeled rows' :func:`~pulsnar_dask.core.bootstrap.resample_keys`, in the
         order every subproblem holds them.
     *arrays : ndarray
-        Each subproblem's probabilities, labels and positives' keys, group after group
-        (flat, so that a Dask executor sends each array to a worker once for every
-        resample).
+        Each subproblem's probabilities, labels, positives' keys and grid cells (counted
+        once for every resample), group after group (flat, so that a Dask executor sends
+        each array to a worker once for every resample).
 
     Returns
     -------
     ndarray of shape (n_groups, n_readers)
     """
-    triples = list(zip(arrays[::3], arrays[1::3], arrays[2::3], strict=True))
+    k = _PER_SUBPROBLEM
+    each = list(zip(*(arrays[i::k] for i in range(k)), strict=True))
     bounds = np.cumsum([0, *sizes])
-    groups = [triples[a:b] for a, b in itertools.pairwise(bounds)]
+    groups = [each[a:b] for a, b in itertools.pairwise(bounds)]
     return _readings(groups, unlabeled_keys, subtypes, readers, config, seed, resample)
 
 
@@ -212,14 +217,22 @@ def alpha_interval(
     readers = tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
     # Which clusters count as one subtype is read once, from the collected probabilities.
     subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]
-    triples = [
-        [(s.probabilities, s.labels, resample_keys(s.row_ids[s.labels == 1], seed)) for s in group]
+    held = [
+        [
+            (
+                s.probabilities,
+                s.labels,
+                resample_keys(s.row_ids[s.labels == 1], seed),
+                cell_of(s.probabilities).astype(_CELL_TYPE),
+            )
+            for s in group
+        ]
         for group in subs
     ]
     unlabeled_keys = resample_keys(unlabeled_ids, seed)
     del unlabeled_ids
-    point = _readings(triples, unlabeled_keys, subtypes, readers, config, seed, None)
-    arrays = [a for group in triples for triple in group for a in triple]
+    point = _readings(held, unlabeled_keys, subtypes, readers, config, seed, None)
+    arrays = [a for group in held for arrays_of_one in group for a in arrays_of_one]
     sizes = [len(group) for group in subs]
     calls = [
         (resample, sizes, subtypes, readers, config, seed, unlabeled_keys, *arrays)

@@ -146,6 +146,7 @@ class ScoreCounts:
         probabilities: np.ndarray,
         labels: np.ndarray,
         weights: np.ndarray | None = None,
+        cells: np.ndarray | None = None,
     ) -> ScoreCounts:
         """Reduce probabilities to their statistics.
 
@@ -157,6 +158,9 @@ class ScoreCounts:
             1 for labeled positives, 0 for unlabeled.
         weights : ndarray of shape (n,) or None
             Non-negative weight of each row (a resample's); None: 1 each.
+        cells : ndarray of shape (n,) or None
+            The rows' :func:`~pulsnar_dask.core.grid.cell_of`, where the caller keeps them
+            (a bootstrap counts the same rows once per resample); None: counted here.
 
         Returns
         -------
@@ -172,7 +176,7 @@ class ScoreCounts:
             raise ValueError("probabilities must lie in [0, 1]")
         y = np.asarray(labels)
         w = np.ones(p.size) if weights is None else np.asarray(weights, dtype=float)
-        cell = cell_of(p)
+        cell = cell_of(p) if cells is None else np.asarray(cells, dtype=np.int64)
         cells = np.zeros((2, N_CELLS))
         nodes = np.zeros((2, N_NODES))
         sums = np.zeros((2, 2))

@@ -116,12 +116,17 @@ def reads_rows(config: PUConfig) -> bool:
 
 
 def scores_for(
-    proba: np.ndarray, labels: np.ndarray, config: PUConfig, weights: np.ndarray | None = None
+    proba: np.ndarray,
+    labels: np.ndarray,
+    config: PUConfig,
+    weights: np.ndarray | None = None,
+    cells: np.ndarray | None = None,
 ) -> Scores:
     """What ``config``'s reader reads of a subproblem: its counts, or its rows
-    (:func:`reads_rows`), each row counted as often as its weight (None: once)."""
+    (:func:`reads_rows`), each row counted as often as its weight (None: once); ``cells``:
+    the rows' grid cells, where the caller keeps them."""
     if not reads_rows(config):
-        return ScoreCounts.from_scores(proba, labels, weights)
+        return ScoreCounts.from_scores(proba, labels, weights, cells)
     if weights is not None:
         proba, labels = np.repeat(proba, weights), np.repeat(labels, weights)
     return ScoreVectors(proba, labels)
