@@ -371,6 +371,21 @@ def _cells(row: pd.Series, columns: list[tuple[str, str]]) -> str:
 COUNTS = ("runs", "confident_wrong", "false_alarms", "confident_wrong_before")
 
 
+def _markdown_table(
+    title: str, rows: pd.DataFrame, columns: list[tuple[str, str]], names: list[str]
+) -> list[str]:
+    """A Markdown table of ``rows`` (one per index entry, headed ``title``): ``columns``
+    as (column, format), headed ``names``; counts as integers; a blank line after it."""
+    lines = ["| " + " | ".join([title, *names]) + " |", "|" + "---|" * (len(names) + 1)]
+    for key, row in rows.iterrows():
+        row = row.astype(object)
+        for c in COUNTS:
+            if c in row and row[c] == row[c]:
+                row[c] = int(row[c])
+        lines.append(f"| {key} | {_cells(row, columns)} |")
+    return [*lines, ""]
+
+
 def _grouped(frame: pd.DataFrame) -> pd.DataFrame:
     """Per family group: counts summed over its families, other figures their mean."""
     groups = frame.groupby([GROUPS[f] for f in frame.index], sort=False)
@@ -448,14 +463,7 @@ def table(runs_path: Path, before_path: Path | None, name: str) -> None:
         names += ["MAE lofo, shared runs", "MAE before", "cover before", "width before",
                   "conf. wrong before"]  # fmt: skip
     for title, rows in (("family", frame), ("group", _grouped(frame))):
-        lines += ["| " + " | ".join([title, *names]) + " |", "|" + "---|" * (len(names) + 1)]
-        for key, row in rows.iterrows():
-            row = row.astype(object)
-            for c in COUNTS:
-                if c in row and row[c] == row[c]:
-                    row[c] = int(row[c])
-            lines.append(f"| {key} | {_cells(row, columns)} |")
-        lines.append("")
+        lines += _markdown_table(title, rows, columns, names)
     lines += ["Setting applied to each family (chosen on the others):", ""]
     lines += [f"- {family}: {_setting_text(s)}" for family, s in held_out.items()]
     write_result(RESULTS / f"{name}.md", "\n".join(lines))
@@ -601,14 +609,7 @@ def defaults(runs_path: Path, held_out_path: Path | None, name: str) -> None:
     names = ["runs", "MAE", "cover", "width", "unwarned width", "conf. wrong", "warned",
              "false alarms", "PULSCAR", "PULSCAR reading", "clusters' reading"]  # fmt: skip
     for title, rows in (("group", _grouped(frame)), ("family", frame)):
-        lines += ["| " + " | ".join([title, *names]) + " |", "|" + "---|" * (len(names) + 1)]
-        for key, row in rows.iterrows():
-            row = row.astype(object)
-            for c in COUNTS:
-                if c in row and row[c] == row[c]:
-                    row[c] = int(row[c])
-            lines.append(f"| {key} | {_cells(row, columns)} |")
-        lines.append("")
+        lines += _markdown_table(title, rows, columns, names)
     write_result(RESULTS / f"{name}.md", "\n".join(lines))
     print("\n".join(lines))
 
