@@ -97,17 +97,17 @@ def test_relabel_claimed_flips_each_subproblems_share_by_its_own_ranking():
     y = np.array([1, 0, 0, 0, 0, 1])
     ids = np.arange(6)
     one = SubproblemResult(ids, y, np.array([0.9, 0.1, 0.8, 0.3, 0.7, 0.95]), None)
-    np.testing.assert_array_equal(relabel_claimed(y, [one], [0.5]), [1, 0, 1, 0, 1, 1])
+    np.testing.assert_array_equal(relabel_claimed(y, ids, [one], [0.5], 0), [1, 0, 1, 0, 1, 1])
     # two clusters, each with its own positive: the first claims half of U by its
     # ranking (rows 2, 4), the second a quarter by its own (row 1)
     first = SubproblemResult(ids[:5], y[:5], np.array([0.9, 0.1, 0.8, 0.3, 0.7]), None)
     keep = np.array([1, 2, 3, 4, 5])
     second = SubproblemResult(ids[keep], y[keep], np.array([0.9, 0.2, 0.1, 0.05, 0.9]), None)
-    got = relabel_claimed(y, [first, second], [0.5, 0.25])
+    got = relabel_claimed(y, ids, [first, second], [0.5, 0.25], 0)
     np.testing.assert_array_equal(got, [1, 1, 1, 0, 1, 1])
     # overlapping claims count once: both claim row 2
     second = SubproblemResult(ids[keep], y[keep], np.array([0.1, 0.9, 0.2, 0.05, 0.9]), None)
-    got = relabel_claimed(y, [first, second], [0.5, 0.25])
+    got = relabel_claimed(y, ids, [first, second], [0.5, 0.25], 0)
     np.testing.assert_array_equal(got, [1, 0, 1, 0, 1, 1])
     assert y.tolist() == [1, 0, 0, 0, 0, 1]  # the input is left as it was
 

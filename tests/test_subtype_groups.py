@@ -1,36 +1,77 @@
-"""Clusters that claim the same unlabeled rows count once (pulsnar_dask.core.subproblem)."""
+"""Clusters that claim the same unlabeled rows count once (pulsnar_dask.core.claims)."""
 
 import numpy as np
 import pytest
 
-from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.subproblem import (
+from pulsnar_dask.core.claims import (
+    Claim,
+    cell_weights,
+    claim_of,
     claim_overlaps,
-    claimed_rows,
+    claimed_flags,
+    claims_of,
     combined_alpha,
+    overlap_weights,
     subtype_groups,
+    union_weight,
 )
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.grid import EDGES, N_CELLS, cell_of
+
+
+def ranked_claims(proba: list[np.ndarray], alphas: list[float]) -> np.ndarray:
+    """The oracle: each subproblem's round(alpha n) most probable rows."""
+    claims = np.zeros((len(proba), proba[0].size), dtype=bool)
+    for c, (p, a) in enumerate(zip(proba, alphas, strict=True)):
+        claims[c, np.argsort(-p, kind="stable")[: int(np.round(a * p.size))]] = True
+    return claims
+
+
+def distinct_cells(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Probabilities of ``n`` rows, each in a cell of its own."""
+    return EDGES[np.sort(rng.choice(N_CELLS, n, replace=False))] + 1e-9
+
+
+def shares(cells: list[np.ndarray], alphas: list[float]) -> np.ndarray:
+    return np.array([c.of_rows(k) for k, c in zip(cells, claims_of(cells, alphas), strict=True)])
 
 
 def test_each_subproblem_claims_its_most_probable_unlabeled_rows():
     proba = [np.array([0.9, 0.1, 0.8, 0.2, 0.7]), np.array([0.1, 0.9, 0.2, 0.8, 0.3])]
-    claims = claimed_rows(proba, [0.4, 0.2])
-    assert claims.tolist() == [
-        [True, False, True, False, False],
-        [False, True, False, False, False],
-    ]
-    assert claimed_rows(proba, [0.0, 1.0]).sum(axis=1).tolist() == [0, 5]
+    cells = [cell_of(p) for p in proba]
+    assert shares(cells, [0.4, 0.2]).tolist() == [[1, 0, 1, 0, 0], [0, 1, 0, 0, 0]]
+    assert shares(cells, [0.0, 1.0]).sum(axis=1).tolist() == [0, 5]
+    rng = np.random.default_rng(1)
+    proba = [rng.permutation(distinct_cells(rng, 500)) for _ in range(3)]
+    alphas = [0.13, 0.3, 0.071]
+    # a cell a row: the claims are exactly the top-ranked rows
+    got = shares([cell_of(p) for p in proba], alphas)
+    np.testing.assert_array_equal(got, ranked_claims(proba, alphas))
 
 
-def test_overlap_is_shared_rows_over_the_smaller_claim():
-    claims = np.array(
-        [[1, 1, 1, 1, 0, 0], [0, 0, 1, 1, 0, 0], [0, 0, 0, 1, 1, 1], [0, 0, 0, 0, 0, 0]], bool
-    )
-    overlaps = claim_overlaps(claims)
-    assert overlaps[0, 1] == 1.0  # the second claim lies inside the first
-    assert overlaps[0, 2] == pytest.approx(1 / 3)
-    assert overlaps[1, 2] == pytest.approx(1 / 2)
-    assert overlaps[3].tolist() == [0.0, 0.0, 0.0, 0.0]  # an empty claim overlaps nothing
+def test_rows_tied_in_the_boundary_cell_share_the_claim():
+    cells = np.array([7, 5, 5, 5, 5, 2])
+    claim = claim_of(cell_weights(cells), 0.5)  # 3 of 6: the top row and 2 of the 4 tied
+    assert claim == Claim(5, 0.5)
+    assert claim.of_rows(cells).tolist() == [1, 0.5, 0.5, 0.5, 0.5, 0]
+    assert claim_of(cell_weights(cells), 1.0) == Claim(-1, 1.0)
+    assert claim_of(cell_weights(cells), 0.0).of_rows(cells).sum() == 0
+    assert claim_of(cell_weights(cells), float("nan")).of_rows(cells).sum() == 0
+    w = np.array([0, 1, 2, 0, 1, 3.0])  # weights: the target is of their total, 7 -> 4
+    claim = claim_of(cell_weights(cells, w), 4 / 7)
+    assert claim.of_rows(cells) @ w == pytest.approx(4.0)
+
+
+def test_overlap_is_shared_weight_over_the_smaller_claim():
+    cells = [np.arange(6)[::-1], np.array([9, 9, 0, 0, 9, 9]), np.zeros(6, dtype=int)]
+    claims = [Claim(1, 1.0), Claim(0, 0.5), Claim(N_CELLS, 0.0)]
+    # claim 0: rows 0-4 (cells 5..1), claim 1: rows 0, 1, 4, 5 whole and half of 2 and 3
+    shared = overlap_weights(cells, claims)
+    np.testing.assert_allclose(np.diag(shared), [5, 5, 0])
+    assert shared[0, 1] == pytest.approx(1 + 1 + 0.5 + 0.5 + 1)
+    overlaps = claim_overlaps(shared)
+    assert overlaps[0, 1] == pytest.approx(4 / 5)
+    assert overlaps[2].tolist() == [0.0, 0.0, 0.0]  # an empty claim overlaps nothing
     assert np.array_equal(overlaps, overlaps.T)
 
 
@@ -54,13 +95,47 @@ def test_combined_alpha_sums_groups_and_unites_claims_within_one():
     n_u = 1000
     a, b = rng.random(n_u), rng.random(n_u)
     # two clusters of one subtype rank the rows alike: their union is about one claim
-    twin = a + rng.normal(0, 0.01, n_u)
+    twin = np.clip(a + rng.normal(0, 0.01, n_u), 0, 1)
+    cells = [cell_of(p) for p in (a, twin, b)]
     alphas = [0.2, 0.2, 0.1]
-    assert combined_alpha([a, twin, b], alphas, np.array([0, 1, 2])) == pytest.approx(0.5)
-    united = combined_alpha([a, twin, b], alphas, np.array([0, 0, 1]))
+    assert combined_alpha(cells, alphas, np.array([0, 1, 2])) == pytest.approx(0.5)
+    united = combined_alpha(cells, alphas, np.array([0, 0, 1]))
     assert 0.3 <= united <= 0.32  # 0.2 once (give or take the twin's reordering) + 0.1
-    everything = combined_alpha([a, twin, b], alphas, np.array([0, 0, 0]))
-    assert everything == np.any(claimed_rows([a, twin, b], alphas), axis=0).mean()
+    everything = combined_alpha(cells, alphas, np.array([0, 0, 0]))
+    oracle = np.any(ranked_claims([a, twin, b], alphas), axis=0).mean()
+    assert everything == pytest.approx(oracle, abs=3 / n_u)  # ties within a cell aside
+
+
+def test_claim_statistics_of_partitions_add_up_to_the_whole():
+    rng = np.random.default_rng(2)
+    cells = [cell_of(rng.beta(a, 2, 3000)) for a in (1, 3, 5)]
+    w = rng.poisson(1.0, 3000).astype(float)
+    claims = claims_of(cells, [0.2, 0.3, 0.1], w)
+    cut = [slice(0, 1000), slice(1000, 3000)]
+    # the claims from the partitions' summed cell weights are the whole's
+    summed = [sum(cell_weights(k[part], w[part]) for part in cut) for k in cells]
+    assert [claim_of(s, a) for s, a in zip(summed, [0.2, 0.3, 0.1], strict=True)] == claims
+    parts = [([k[part] for k in cells], w[part]) for part in cut]
+    np.testing.assert_allclose(
+        sum(overlap_weights(k, claims, wp) for k, wp in parts), overlap_weights(cells, claims, w)
+    )
+    assert sum(union_weight(k, claims, wp) for k, wp in parts) == pytest.approx(
+        union_weight(cells, claims, w)
+    )
+
+
+def test_relabeling_takes_the_same_rows_on_any_partitioning():
+    rng = np.random.default_rng(4)
+    cells = rng.integers(100, 104, 4000)  # four cells: many rows tied in each
+    ids = rng.permutation(10**6)[:4000]
+    claim = claim_of(cell_weights(cells), 0.4)
+    taken = claimed_flags(cells, claim, ids, 7)
+    halves = np.r_[claimed_flags(cells[:1500], claim, ids[:1500], 7),
+                   claimed_flags(cells[1500:], claim, ids[1500:], 7)]  # fmt: skip
+    np.testing.assert_array_equal(taken, halves)
+    assert np.all(taken[cells > claim.cell]) and not np.any(taken[cells < claim.cell])
+    assert taken.sum() == pytest.approx(1600, abs=4 * np.sqrt(1600))
+    assert not np.array_equal(taken, claimed_flags(cells, claim, ids, 8))  # seeded
 
 
 def test_claim_overlap_is_validated():
@@ -91,16 +166,11 @@ def test_the_report_says_which_subtypes_count_their_claims_once():
 
 def test_weighted_claims_count_each_row_as_often_as_its_weight():
     rng = np.random.default_rng(3)
-    a, b = rng.random(400), rng.random(400)  # distinct values: no ties at a boundary
+    a, b = cell_of(rng.random(400)), cell_of(rng.random(400))
     w = rng.poisson(1.0, 400)
     groups = np.array([0, 0])
     weighted = combined_alpha([a, b], [0.3, 0.2], groups, w)
     repeated = combined_alpha([np.repeat(a, w), np.repeat(b, w)], [0.3, 0.2], groups)
-    # a row whose weight would carry a claim past its share stays out: the two differ by
-    # at most that row's weight for each claim
-    assert weighted == pytest.approx(repeated, abs=2 * w.max() / w.sum())
-    claims = claimed_rows([a], [0.5], w)[0]
-    target = np.round(0.5 * w.sum())
-    assert target - w.max() < w[claims].sum() <= target
-    # the claim is the most probable rows
-    assert a[claims].min() > a[~claims & (w > 0)].max()
+    assert weighted == pytest.approx(repeated)
+    claim = claims_of([a], [0.5], w)[0]
+    assert claim.of_rows(a) @ w == pytest.approx(np.round(0.5 * w.sum()))

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from pulsnar_dask.core.bootstrap import resample_keys, weights_of_keys
+from pulsnar_dask.core.claims import combined_alpha
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.grid import N_CELLS, cell_of
 from pulsnar_dask.core.score_counts import Scores
@@ -39,7 +40,6 @@ from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import (
     SubproblemResult,
     alpha_of,
-    combined_alpha,
     group_subproblems,
     reads_rows,
     scores_for,
@@ -103,7 +103,7 @@ def _readings(
         ):
             out[g] = np.nan  # a label the resample left without rows
             continue
-        unlabeled = [p[y == 0] for p, y, _, _ in weighted]
+        unlabeled = [cells[y == 0] for _, y, _, cells in weighted]
         scores: dict[tuple[int, bool], Scores] = {}  # each form built once per subproblem
         for r, cfg in enumerate(configs):
             alphas = []
@@ -183,7 +183,7 @@ def alpha_interval(
     ----------
     groups : mapping of str to sequences of SubproblemResult
         One entry per labeling assumption computed, by name: ``"pulsnar"``, PULSNAR's
-        cluster subproblems (alpha is their :func:`~pulsnar_dask.core.subproblem.combined_alpha`,
+        cluster subproblems (alpha is their :func:`~pulsnar_dask.core.claims.combined_alpha`,
         the groups read once from the collected probabilities); ``"pulscar"``, PULSCAR's
         one subproblem. Every subproblem holds the same unlabeled rows (ascending ids).
     config : PUConfig

@@ -23,8 +23,17 @@ from pulsnar_dask.core.calibration import (
     fit_calibration_map,
     relabeled,
 )
+from pulsnar_dask.core.claims import (
+    claim_overlaps,
+    claimed_flags,
+    claims_of,
+    combined_alpha,
+    overlap_weights,
+    subtype_groups,
+)
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import NO_COPIES, CopyGroups, assign_folds, training_subsample
+from pulsnar_dask.core.grid import cell_of
 from pulsnar_dask.core.metrics import roc_auc
 from pulsnar_dask.core.score_counts import ScoreCounts, Scores, ScoreVectors
 from pulsnar_dask.core.scoring import (
@@ -349,157 +358,46 @@ def combine_on_rows(row_ids: np.ndarray, parts: list[tuple[np.ndarray, np.ndarra
     return out
 
 
-def claimed_rows(
-    unlabeled_probabilities: list[np.ndarray],
-    alphas: list[float],
-    weights: np.ndarray | None = None,
-) -> np.ndarray:
-    """The unlabeled rows each subproblem claims: its most probable, as many as fit within
-    ``round(alpha_c W)`` of the unlabeled rows' total weight ``W`` (a row whose weight
-    would carry the claim past that stays out).
-
-    Parameters
-    ----------
-    unlabeled_probabilities : list of ndarray of shape (n_u,)
-        Each subproblem's probabilities of the same unlabeled rows, in the same order.
-    alphas : list of float
-        Each subproblem's alpha, a fraction of the unlabeled rows.
-    weights : ndarray of shape (n_u,) or None
-        Each row's weight (a bootstrap resample's); None: 1 each, so that a subproblem
-        claims its ``round(alpha_c n_u)`` most probable rows.
-
-    Returns
-    -------
-    ndarray of bool of shape (n_subproblems, n_u)
-    """
-    n_u = unlabeled_probabilities[0].size
-    w = np.ones(n_u) if weights is None else np.asarray(weights, dtype=float)
-    total = float(w.sum())
-    claims = np.zeros((len(alphas), n_u), dtype=bool)
-    for c, (proba, alpha) in enumerate(zip(unlabeled_probabilities, alphas, strict=True)):
-        order = np.argsort(-np.asarray(proba), kind="stable")
-        taken = np.cumsum(w[order]) <= min(np.round(alpha * total), total)
-        claims[c, order[taken]] = True
-    return claims
-
-
-def claim_overlaps(claims: np.ndarray) -> np.ndarray:
-    """Pairwise overlap of claims: ``|claim_c & claim_d| / min(|claim_c|, |claim_d|)``.
-
-    Returns
-    -------
-    ndarray of shape (n_subproblems, n_subproblems)
-        In [0, 1]; 0 where either claim is empty, 1 on the diagonal of non-empty claims.
-    """
-    n = claims.shape[0]
-    shared = np.zeros((n, n))
-    for c in range(n):  # pair by pair: no copy of the claims wider than one bool per row
-        for d in range(c, n):
-            shared[c, d] = shared[d, c] = np.count_nonzero(claims[c] & claims[d])
-    sizes = np.diag(shared)
-    smaller = np.minimum.outer(sizes, sizes)
-    return np.divide(shared, smaller, out=np.zeros_like(shared), where=smaller > 0)
-
-
-def subtype_groups(overlaps: np.ndarray, threshold: float) -> np.ndarray:
-    """Clusters that count as one subtype: linked where their claims overlap by more than
-    ``threshold`` (connected components of that graph).
-
-    Two clusters cut from one subtype both claim its hidden positives; two subtypes share
-    only the rows their classifiers misrank.
-
-    Returns
-    -------
-    ndarray of int of shape (n_subproblems,)
-        Group of each subproblem, numbered in order of first appearance.
-    """
-    n = overlaps.shape[0]
-    group = np.arange(n)
-    linked = overlaps > threshold
-    for c in range(n):  # label propagation: few clusters, so a plain loop
-        for d in np.flatnonzero(linked[c]):
-            low, high = sorted((group[c], group[d]))
-            group[group == high] = low
-    return np.unique(group, return_inverse=True)[1]
-
-
-def combined_alpha(
-    unlabeled_probabilities: list[np.ndarray],
-    alphas: list[float],
-    groups: np.ndarray,
-    weights: np.ndarray | None = None,
-) -> float:
-    """One alpha from the subproblems': summed over groups, united within a group.
-
-    A group of one adds its alpha (the paper's PULSNAR sum); a group of several adds the
-    share of the unlabeled rows that any of its members claims (:func:`claimed_rows`),
-    so the hidden positives of a subtype cut into several clusters count once.
-
-    Parameters
-    ----------
-    unlabeled_probabilities : list of ndarray of shape (n_u,)
-        Each subproblem's probabilities of the same unlabeled rows.
-    alphas : list of float
-    groups : ndarray of int of shape (n_subproblems,)
-        From :func:`subtype_groups`.
-    weights : ndarray of shape (n_u,) or None
-        Each unlabeled row's weight (a bootstrap resample's); None: 1 each.
-
-    Returns
-    -------
-    float
-        Fraction of the unlabeled rows (of their weight).
-    """
-    alphas = [float(a) for a in alphas]
-    total = 0.0
-    for g in np.unique(groups):
-        members = np.flatnonzero(groups == g)
-        if members.size == 1:
-            total += alphas[members[0]]
-        else:
-            claims = claimed_rows(
-                [unlabeled_probabilities[c] for c in members],
-                [alphas[c] for c in members],
-                weights,
-            ).any(axis=0)
-            total += float(np.average(claims, weights=weights))
-    return total
-
-
-def unlabeled_probabilities(subproblems: list[SubproblemResult]) -> list[np.ndarray]:
-    """Each subproblem's probabilities of its unlabeled rows."""
-    return [r.probabilities[r.labels == 0] for r in subproblems]
-
-
-def unlabeled_view(subproblems: list[SubproblemResult]) -> tuple[list[np.ndarray], list[float]]:
-    """Each subproblem's probabilities of its unlabeled rows, and its alpha."""
-    return unlabeled_probabilities(subproblems), [r.alpha for r in subproblems]
+def unlabeled_cells(subproblems: list[SubproblemResult]) -> list[np.ndarray]:
+    """Each subproblem's grid cells (:func:`~pulsnar_dask.core.grid.cell_of`) of its
+    unlabeled rows, which every subproblem holds in the same order."""
+    return [cell_of(r.probabilities[r.labels == 0]) for r in subproblems]
 
 
 def group_subproblems(subproblems: list[SubproblemResult], threshold: float) -> np.ndarray:
-    """:func:`subtype_groups` of subproblems that hold the same unlabeled rows."""
+    """:func:`~pulsnar_dask.core.claims.subtype_groups` of subproblems that hold the same
+    unlabeled rows, from the overlaps of their claims."""
     if len(subproblems) == 1:
         return np.zeros(1, dtype=np.int64)
-    return subtype_groups(claim_overlaps(claimed_rows(*unlabeled_view(subproblems))), threshold)
+    cells = unlabeled_cells(subproblems)
+    claims = claims_of(cells, [r.alpha for r in subproblems])
+    return subtype_groups(claim_overlaps(overlap_weights(cells, claims)), threshold)
 
 
 def subproblems_alpha(
     subproblems: list[SubproblemResult], threshold: float
 ) -> tuple[float, np.ndarray]:
     """Alpha of subproblems that hold the same unlabeled rows, and their subtype groups
-    (:func:`group_subproblems` at ``threshold``, then :func:`combined_alpha`)."""
+    (:func:`group_subproblems` at ``threshold``, then
+    :func:`~pulsnar_dask.core.claims.combined_alpha`)."""
     groups = group_subproblems(subproblems, threshold)
-    return combined_alpha(*unlabeled_view(subproblems), groups), groups
+    alphas = [r.alpha for r in subproblems]
+    return combined_alpha(unlabeled_cells(subproblems), alphas, groups), groups
 
 
 def relabel_claimed(
-    labels: np.ndarray, subproblems: list[SubproblemResult], alphas: list[float]
+    labels: np.ndarray,
+    row_ids: np.ndarray,
+    subproblems: list[SubproblemResult],
+    alphas: list[float],
+    seed: int,
 ) -> np.ndarray:
     """Relabel positive the unlabeled rows the subproblems claim (Algorithm 4).
 
-    Each subproblem claims its ``round(alpha_c |U|)`` most probable unlabeled rows
-    (:func:`claimed_rows`); every row one of them claims becomes positive. With one
-    subproblem (PULSCAR) these are the ``round(alpha |U|)`` rows it ranks highest. With
+    Each subproblem claims its ``round(alpha_c |U|)`` most probable unlabeled rows, ranked
+    on the probability grid (:mod:`pulsnar_dask.core.claims`; in the claim's boundary cell
+    the rows a hash of their id and ``seed`` picks); every row one of them claims becomes
+    positive. With one subproblem (PULSCAR) these are the rows it ranks highest. With
     PULSNAR's clusters each cluster's own ranking picks its share, which recovers the
     hidden positives better than one ranking of the combined probabilities.
 
@@ -507,10 +405,13 @@ def relabel_claimed(
     ----------
     labels : ndarray of shape (n,)
         0/1 labels, rows in ascending id order.
+    row_ids : ndarray of shape (n,)
+        The rows' ids, ascending.
     subproblems : list of SubproblemResult
         Each holds every unlabeled row, in ascending id order.
     alphas : list of float
         Each subproblem's alpha.
+    seed : int
 
     Returns
     -------
@@ -518,6 +419,10 @@ def relabel_claimed(
         New 0/1 labels.
     """
     y = np.asarray(labels).astype(np.int8).copy()
-    claims = claimed_rows(unlabeled_probabilities(subproblems), alphas).any(axis=0)
-    y[np.flatnonzero(y == 0)[claims]] = 1
+    unlabeled = np.flatnonzero(y == 0)
+    cells = unlabeled_cells(subproblems)
+    claimed = np.zeros(unlabeled.size, dtype=bool)
+    for k, claim in zip(cells, claims_of(cells, alphas), strict=True):
+        claimed |= claimed_flags(k, claim, row_ids[unlabeled], seed)
+    y[unlabeled[claimed]] = 1
     return y

@@ -146,7 +146,7 @@ def outputs_of(
         "classification: retraining on recovered labels"
         + (" (and scoring PULSCAR, the baseline it is compared with)" if baseline_needed else "")
     )
-    new_labels = relabel_claimed(job.labels, first, cluster_alphas)
+    new_labels = relabel_claimed(job.labels, row_ids, first, cluster_alphas, seed)
     try:
         check_subproblem(new_labels, config)
     except ValueError as exc:

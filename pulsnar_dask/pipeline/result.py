@@ -99,7 +99,7 @@ class JobResult:
     cluster_groups : list of list of int or None
         PULSNAR with more than one cluster: the clusters (numbered from 1) that count as
         one subtype because their claimed unlabeled rows overlap by more than
-        ``claim_overlap`` (:func:`~pulsnar_dask.core.subproblem.subtype_groups`), first
+        ``claim_overlap`` (:func:`~pulsnar_dask.core.claims.subtype_groups`), first
         iteration.
     alpha_interval : AlphaInterval or None
         The default 95% interval of alpha and the readings it spans
