@@ -84,6 +84,8 @@ def test_auto_method_matches_the_in_memory_estimator(client, data):
     low, high = result.alpha_interval.low, result.alpha_interval.high
     assert (low, high) == pytest.approx((est.alpha_interval_.low, est.alpha_interval_.high))
     assert low <= result.alpha <= high
+    # counted on the workers' partitions, whose pieces the result then lets go
+    assert result.subproblems and not any(s.pieces for s in result.subproblems)
     # auto spans both assumptions where the positives form several clusters
     assumptions = {name.split()[0] for name in result.alpha_interval.readings}
     several = result.method_evidence["n_clusters"] > 1

@@ -27,14 +27,15 @@ import itertools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from pulsnar_dask.core.bootstrap import resample_keys, weights_of_keys
-from pulsnar_dask.core.claims import combined_alpha
+from pulsnar_dask.core.claims import Claim, claim_of, union_weight
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.grid import N_CELLS, cell_of
+from pulsnar_dask.core.grid import cell_of
 from pulsnar_dask.core.score_counts import Scores
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import (
@@ -67,92 +68,236 @@ class AlphaInterval:
     readings: dict[str, tuple[float, float]]
 
 
-# each subproblem's probabilities, labels, positives' resample keys and grid cells
-Subproblems = Sequence[Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]
-_PER_SUBPROBLEM = 4  # arrays of each subproblem in resample_readings' flat arguments
-_CELL_TYPE = np.min_scalar_type(N_CELLS - 1)  # the cells kept, 2 bytes a row
+# one partition's rows of each subproblem: (probabilities, labels, row ids)
+Piece = Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]
+# map_reduce(per_piece, finish, subproblems, calls) -> [finish(sum over the partitions of
+# per_piece(piece, *args)) for args in calls]: an executor's, or in_memory's
+MapReduce = Callable[
+    [Callable[..., Any], Callable[[Any], Any], Sequence[SubproblemResult], Sequence[tuple]],
+    list[Any],
+]
+# resamples counted in one pass over a partition's rows: at most 25, and at most
+# _BATCH_COUNTS statistics (about 215 KB each) in one partition's result
+_BATCH = 25
+_BATCH_COUNTS = 75
 
 
-def _readings(
-    groups: Subproblems,
-    unlabeled_keys: np.ndarray,
-    subtypes: Sequence[np.ndarray],
-    readers: Sequence[str],
-    config: PUConfig,
-    seed: int,
-    resample: int | None,
-) -> np.ndarray:
-    """Alpha per (group, reader), the subproblems' ``(probabilities, labels, positives'
-    resample keys, grid cells)`` combined as configured, on the rows (``resample=None``)
-    or weighted as one resample of the Poisson bootstrap weighs them (NaN where the
-    unlabeled rows, or a subproblem's positives, all weigh 0 in it)."""
-    out = np.empty((len(groups), len(readers)))
-    w_unl = None if resample is None else weights_of_keys(unlabeled_keys, resample)
-    configs = [config.with_(alpha_estimator=reader) for reader in readers]
-    for g, group in enumerate(groups):
-        weighted = []
-        for p, y, positive_keys, cells in group:
-            w = None
-            if resample is not None:
-                w = np.empty(p.size, np.int64)
-                w[y == 0] = w_unl
-                w[y == 1] = weights_of_keys(positive_keys, resample)
-            weighted.append((p, y, w, cells))
-        if resample is not None and not (
-            w_unl.any() and all(w[y == 1].any() for _, y, w, _ in weighted)
-        ):
-            out[g] = np.nan  # a label the resample left without rows
-            continue
-        unlabeled = [cells[y == 0] for _, y, _, cells in weighted]
-        scores: dict[tuple[int, bool], Scores] = {}  # each form built once per subproblem
-        for r, cfg in enumerate(configs):
-            alphas = []
-            for s, (p, y, w, cells) in enumerate(weighted):
-                form = (s, reads_rows(cfg))
-                if form not in scores:
-                    scores[form] = scores_for(p, y, cfg, w, cells)
-                alphas.append(alpha_of(scores[form], cfg, seed))
-            out[g, r] = combined_alpha(unlabeled, alphas, subtypes[g], w_unl)
+def in_memory(
+    per_piece: Callable[..., Any],
+    finish: Callable[[Any], Any],
+    subproblems: Sequence[SubproblemResult],
+    calls: Sequence[tuple],
+) -> list[Any]:
+    """:data:`MapReduce` on the subproblems' vectors, one piece holding every row."""
+    piece = [(s.probabilities, s.labels, s.row_ids) for s in subproblems]
+    return [finish(per_piece(piece, *args)) for args in calls]
+
+
+def summed(a: Any, b: Any) -> Any:
+    """The sum of two per-piece results: lists and tuples element by element, dicts key by
+    key, anything else (arrays, numbers, :class:`~pulsnar_dask.core.score_counts.Scores`)
+    by ``+``."""
+    if isinstance(a, list | tuple):
+        return type(a)(summed(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return {k: summed(a[k], b[k]) for k in a}
+    return a + b
+
+
+def _resample_weights(piece: Piece, seed: int) -> Callable[[int | None], list[np.ndarray | None]]:
+    """Each subproblem's row weights in a resample (None: the rows as collected), drawn
+    for the unlabeled rows once (every subproblem holds them, in the same order)."""
+    unlabeled = piece[0][1] == 0
+    unlabeled_keys = resample_keys(piece[0][2][unlabeled], seed)
+    positive_keys = [resample_keys(ids[y == 1], seed) for _, y, ids in piece]
+
+    def weights(b: int | None) -> list[np.ndarray | None]:
+        if b is None:
+            return [None] * len(piece)
+        w_unl = weights_of_keys(unlabeled_keys, b)
+        out = []
+        for (_, y, _), keys in zip(piece, positive_keys, strict=True):
+            w = np.empty(y.size, np.int64)
+            w[y == 0] = w_unl
+            w[y == 1] = weights_of_keys(keys, b)
+            out.append(w)
+        return out
+
+    return weights
+
+
+def piece_scores(
+    piece: Piece, resamples: Sequence[int | None], forms: Sequence[PUConfig], seed: int
+) -> list[list[list[Scores]]]:
+    """One partition's :func:`~pulsnar_dask.core.subproblem.scores_for` of each resample
+    (None: the rows as collected), subproblem and form (``forms``: configs whose readers
+    read counts or rows), each row weighed as the resample weighs its id."""
+    cells = [cell_of(p) for p, _, _ in piece]
+    weights = _resample_weights(piece, seed)
+    out = []
+    for b in resamples:
+        row = []
+        for (p, y, _), c, w in zip(piece, cells, weights(b), strict=True):
+            row.append([scores_for(p, y, form, w, c) for form in forms])
+        out.append(row)
     return out
 
 
-def resample_readings(
-    resample: int,
-    sizes: Sequence[int],
-    subtypes: Sequence[np.ndarray],
-    readers: Sequence[str],
-    config: PUConfig,
-    seed: int,
-    unlabeled_keys: np.ndarray,
-    *arrays: np.ndarray,
-) -> np.ndarray:
-    """The readings of one bootstrap resample (one task of the interval's fan-out).
+@dataclass(frozen=True)
+class _Plan:
+    """What the readings of a batch of resamples need besides the counts.
 
-    Parameters
+    Attributes
     ----------
-    resample : int
-        The resample's number (:func:`~pulsnar_dask.core.bootstrap.poisson_weights`).
-    sizes : sequence of int
-        Subproblems per group.
-    subtypes, readers, config, seed
-        As :func:`_readings`.
-    unlabeled_keys : ndarray
-        The unlabeled rows' :func:`~pulsnar_dask.core.bootstrap.resample_keys`, in the
-        order every subproblem holds them.
-    *arrays : ndarray
-        Each subproblem's probabilities, labels, positives' keys and grid cells (counted
-        once for every resample), group after group (flat, so that a Dask executor sends
-        each array to a worker once for every resample).
-
-    Returns
-    -------
-    ndarray of shape (n_groups, n_readers)
+    sizes : list of int
+        Subproblems of each assumption (the flat list's order).
+    subtypes : list of ndarray
+        Each assumption's subtype groups (:func:`~pulsnar_dask.core.subproblem.group_subproblems`).
+    readers : tuple of str
+    forms : list of PUConfig
+        One config per form read (counts, rows).
+    config : PUConfig
+    seed : int
     """
-    k = _PER_SUBPROBLEM
-    each = list(zip(*(arrays[i::k] for i in range(k)), strict=True))
-    bounds = np.cumsum([0, *sizes])
-    groups = [each[a:b] for a, b in itertools.pairwise(bounds)]
-    return _readings(groups, unlabeled_keys, subtypes, readers, config, seed, resample)
+
+    sizes: list[int]
+    subtypes: list[np.ndarray]
+    readers: tuple[str, ...]
+    forms: list[PUConfig]
+    config: PUConfig
+    seed: int
+
+    def groups(self) -> list[range]:
+        """Each assumption's positions in the flat list of subproblems."""
+        bounds = np.cumsum([0, *self.sizes])
+        return [range(a, b) for a, b in itertools.pairwise(bounds)]
+
+    def subtype_members(self, g: int) -> list[tuple[int, list[int]]]:
+        """Assumption ``g``'s subtype groups: (group, its subproblems' flat positions)."""
+        members = self.groups()[g]
+        return [
+            (int(sg), [members[i] for i in np.flatnonzero(self.subtypes[g] == sg)])
+            for sg in np.unique(self.subtypes[g])
+        ]
+
+    def form_of(self, reader: str) -> int:
+        return [reads_rows(f) for f in self.forms].index(
+            reads_rows(self.config.with_(alpha_estimator=reader))
+        )
+
+
+# (resample in the batch, assumption, reader, subtype group) -> the claims of its members
+Claims = dict[tuple[int, int, int, int], list[Claim]]
+
+
+@dataclass(frozen=True)
+class _BatchReading:
+    """A batch's alphas before the subtypes' claims are united.
+
+    Attributes
+    ----------
+    alphas : ndarray of shape (n_resamples, n_subproblems, n_readers)
+    readable : ndarray of bool of shape (n_resamples, n_assumptions)
+        False where the resample left the unlabeled rows, or a subproblem's positives,
+        without weight.
+    unlabeled : ndarray of shape (n_resamples,)
+        The unlabeled rows' total weight.
+    claims : Claims
+        The claims of subtype groups of several clusters.
+    """
+
+    alphas: np.ndarray
+    readable: np.ndarray
+    unlabeled: np.ndarray
+    claims: Claims
+
+
+def read_batch(scores: list[list[list[Scores]]], plan: _Plan) -> _BatchReading:
+    """Each resample's alphas from its summed counts, and the claims to unite."""
+    n_b, n_s = len(scores), sum(plan.sizes)
+    alphas = np.full((n_b, n_s, len(plan.readers)), np.nan)
+    readable = np.zeros((n_b, len(plan.sizes)), dtype=bool)
+    unlabeled = np.array([row[0][0].count(0) for row in scores])
+    claims: Claims = {}
+    configs = [plan.config.with_(alpha_estimator=r) for r in plan.readers]
+    for b, row in enumerate(scores):
+        for g, members in enumerate(plan.groups()):
+            readable[b, g] = unlabeled[b] > 0 and all(row[s][0].count(1) > 0 for s in members)
+            if not readable[b, g]:
+                continue  # a label the resample left without rows
+            for r, cfg in enumerate(configs):
+                form = plan.form_of(cfg.alpha_estimator)
+                for s in members:
+                    alphas[b, s, r] = alpha_of(row[s][form], cfg, plan.seed)
+                for sg, subs in plan.subtype_members(g):
+                    if len(subs) > 1:
+                        claims[b, g, r, sg] = [
+                            claim_of(row[s][form].cell_weights(0), alphas[b, s, r]) for s in subs
+                        ]
+    return _BatchReading(alphas, readable, unlabeled, claims)
+
+
+def piece_unions(
+    piece: Piece, resamples: Sequence[int | None], claims: Claims, plan: _Plan
+) -> dict[tuple[int, int, int, int], float]:
+    """One partition's weight of the unlabeled rows each subtype group's claims take
+    together (:func:`~pulsnar_dask.core.claims.union_weight`)."""
+    unlabeled = piece[0][1] == 0  # every subproblem holds these rows, in this order
+    cells = [cell_of(p[y == 0]) for p, y, _ in piece]
+    keys = resample_keys(piece[0][2][unlabeled], plan.seed)
+    out = {}
+    for b, b_claims in itertools.groupby(sorted(claims.items()), key=lambda kv: kv[0][0]):
+        w = None if resamples[b] is None else weights_of_keys(keys, resamples[b])
+        for (_, g, r, sg), member_claims in b_claims:
+            subs = dict(plan.subtype_members(g))[sg]
+            out[b, g, r, sg] = union_weight([cells[s] for s in subs], member_claims, w)
+    return out
+
+
+def _batch_readings(
+    subproblems: Sequence[SubproblemResult],
+    resamples: Sequence[int | None],
+    plan: _Plan,
+    map_reduce: MapReduce,
+) -> np.ndarray:
+    """Alpha per (resample, assumption, reader): the subproblems' readings of each
+    resample, combined as configured (NaN where a resample cannot be read)."""
+    size = max(1, min(_BATCH, _BATCH_COUNTS // (len(subproblems) * len(plan.forms))))
+    batches = [list(resamples[i : i + size]) for i in range(0, len(resamples), size)]
+    read = map_reduce(
+        piece_scores,
+        partial(read_batch, plan=plan),
+        subproblems,
+        [(batch, plan.forms, plan.seed) for batch in batches],
+    )
+    unions = [{}] * len(batches)
+    if any(r.claims for r in read):
+        unions = map_reduce(
+            piece_unions,
+            _identity,
+            subproblems,
+            [(batch, r.claims, plan) for batch, r in zip(batches, read, strict=True)],
+        )
+    out = []
+    for reading, united in zip(read, unions, strict=True):
+        for b in range(len(reading.unlabeled)):
+            values = np.full((len(plan.sizes), len(plan.readers)), np.nan)
+            for g in range(len(plan.sizes)):
+                if not reading.readable[b, g]:
+                    continue
+                for r in range(len(plan.readers)):
+                    values[g, r] = sum(
+                        reading.alphas[b, subs[0], r]
+                        if len(subs) == 1
+                        else united[b, g, r, sg] / reading.unlabeled[b]
+                        for sg, subs in plan.subtype_members(g)
+                    )
+            out.append(values)
+    return np.asarray(out)
+
+
+def _identity(value: Any) -> Any:
+    return value
 
 
 def _spread(resampled: np.ndarray) -> np.ndarray:
@@ -166,16 +311,12 @@ def _spread(resampled: np.ndarray) -> np.ndarray:
     return np.where(finite >= 2, sd, np.inf)
 
 
-def _in_turn(fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
-    return [fn(*args) for args in calls]
-
-
 def alpha_interval(
     groups: Mapping[str, Sequence[SubproblemResult]],
     config: PUConfig,
     seed: int = 0,
     alphas: Sequence[float] = (),
-    map_resamples: Callable[[Callable[..., Any], Sequence[tuple]], list[Any]] | None = None,
+    map_reduce: MapReduce | None = None,
 ) -> AlphaInterval:
     """Return the 95% interval of alpha from the collected probabilities.
 
@@ -195,11 +336,11 @@ def alpha_interval(
     alphas : sequence of float
         Alpha of each iteration when there were several (the groups are the first
         iteration's): the 95% t-interval of their mean joins the span.
-    map_resamples : callable or None
-        ``map(fn, calls) -> [fn(*args) for args in calls]``, run where it can (an
-        executor's ``map``: the resamples as tasks); ``None``: one after another here.
-        A resample's weights come from the row ids, the seed and its number, so the
-        result is the same either way.
+    map_reduce : callable or None
+        :data:`MapReduce`: each partition's rows counted where they are (an executor's
+        ``map_reduce``); ``None``: :func:`in_memory`, on the subproblems' vectors. A
+        resample's weights come from the row ids, the seed and its number, and counts
+        add up, so the result is the same either way.
 
     Returns
     -------
@@ -215,31 +356,20 @@ def alpha_interval(
         if not np.array_equal(s.row_ids[s.labels == 0], unlabeled_ids):
             raise ValueError("every subproblem must hold the same unlabeled rows")
     readers = tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
-    # Which clusters count as one subtype is read once, from the collected probabilities.
-    subtypes = [group_subproblems(group, config.claim_overlap) for group in subs]
-    held = [
-        [
-            (
-                s.probabilities,
-                s.labels,
-                resample_keys(s.row_ids[s.labels == 1], seed),
-                cell_of(s.probabilities).astype(_CELL_TYPE),
-            )
-            for s in group
-        ]
-        for group in subs
-    ]
-    unlabeled_keys = resample_keys(unlabeled_ids, seed)
-    del unlabeled_ids
-    point = _readings(held, unlabeled_keys, subtypes, readers, config, seed, None)
-    arrays = [a for group in held for arrays_of_one in group for a in arrays_of_one]
-    sizes = [len(group) for group in subs]
-    calls = [
-        (resample, sizes, subtypes, readers, config, seed, unlabeled_keys, *arrays)
-        for resample in range(n_resamples)
-    ]
-    resampled = (map_resamples or _in_turn)(resample_readings, calls)
-    sd = _spread(np.asarray(resampled))
+    configs = [config.with_(alpha_estimator=r) for r in readers]
+    plan = _Plan(
+        [len(group) for group in subs],
+        # which clusters count as one subtype is read once, from the collected probabilities
+        [group_subproblems(group, config.claim_overlap) for group in subs],
+        readers,
+        list({reads_rows(c): c for c in configs}.values()),
+        config,
+        seed,
+    )
+    flat = [s for group in subs for s in group]
+    read = _batch_readings(flat, [None, *range(n_resamples)], plan, map_reduce or in_memory)
+    point, resampled = read[0], read[1:]
+    sd = _spread(resampled)
     low, high = np.min(point - Z_95 * sd), np.max(point + Z_95 * sd)
     if len(alphas) > 1:
         _, mean_low, mean_high = mean_ci(np.asarray(alphas))

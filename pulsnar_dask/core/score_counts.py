@@ -63,6 +63,12 @@ class Scores(Protocol):
         """Share of one label's rows with probability at or above each threshold (counts:
         from the cell the threshold falls in, exact at the cells' lower edges)."""
 
+    def cell_weights(self, label: int) -> np.ndarray:
+        """One label's weight in each grid cell, shape ``(N_CELLS,)``."""
+
+    def __add__(self, other: Scores) -> Scores:
+        """The rows of both (disjoint sets of rows) together."""
+
 
 def _check_label(label: int | None) -> None:
     if label not in (0, 1, None):
@@ -113,6 +119,16 @@ class ScoreVectors:
         shares = np.empty(order.size)
         shares[order] = 1.0 - below / values.size
         return shares
+
+    def cell_weights(self, label: int) -> np.ndarray:
+        return np.bincount(cell_of(self._of(label)), minlength=N_CELLS).astype(float)
+
+    def __add__(self, other: ScoreVectors) -> ScoreVectors:
+        """Both sets of rows, concatenated."""
+        return ScoreVectors(
+            np.concatenate([self.probabilities, other.probabilities]),
+            np.concatenate([self.labels, other.labels]),
+        )
 
 
 @dataclass(frozen=True)
@@ -206,6 +222,9 @@ class ScoreCounts:
 
     def count(self, label: int | None) -> float:
         return float(self._rows(self.cells, label).sum())
+
+    def cell_weights(self, label: int) -> np.ndarray:
+        return self._rows(self.cells, label)
 
     def kernel_sample(self, label: int | None) -> KernelSample:
         return KernelSample.from_node_weights(self._rows(self.nodes, label))

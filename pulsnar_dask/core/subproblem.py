@@ -60,6 +60,10 @@ class SubproblemResult:
         The columns the fold models were trained on (empty where not recorded).
     models : tuple of bytes
         The fold models as XGBoost JSON (empty where not recorded).
+    pieces : tuple
+        Where an executor holds the same rows partition by partition, for the steps it
+        runs there (the Dask executor: each partition's future of (probabilities,
+        labels, ids)); empty in process.
     """
 
     row_ids: np.ndarray
@@ -68,6 +72,7 @@ class SubproblemResult:
     estimate: AlphaEstimate
     features: tuple[str, ...] = ()
     models: tuple[bytes, ...] = ()
+    pieces: tuple = ()
 
     @property
     def alpha(self) -> float:

@@ -13,15 +13,18 @@ reaches one task:
 - the mixture fits: the positives' clustering matrix, one task per mixture size.
 
 Every row is then scored by its fold's model on the worker that holds it, and only ids
-and probabilities come back. ``engine="auto"`` picks ``dask`` when the largest training
-set is above ``TASK_MEMORY_SHARE`` of the smallest worker's memory limit (with the
-default cap of 200,000 rows: past about 200 features per GiB of that limit, or with no
-cap on a table near a worker's memory), and logs the choice.
+and probabilities come back; the workers keep them too, partition by partition, and
+count the interval's resamples there (:meth:`DaskExecutor.map_reduce`).
+``engine="auto"`` picks ``dask`` when the largest training set is above
+``TASK_MEMORY_SHARE`` of the smallest worker's memory limit (with the default cap of
+200,000 rows: past about 200 features per GiB of that limit, or with no cap on a table
+near a worker's memory), and logs the choice.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -36,7 +39,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 from dask.utils import funcname
-from distributed import Client, Future, progress, wait
+from distributed import Client, Future, as_completed, progress, wait
 
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig
@@ -49,6 +52,7 @@ from pulsnar_dask.core.folds import (
     take_rows,
     trainable_rows,
 )
+from pulsnar_dask.core.interval import summed
 from pulsnar_dask.core.schema import (
     MAX_CATEGORIES,
     FeatureSchema,
@@ -56,7 +60,7 @@ from pulsnar_dask.core.schema import (
     schema_from_categories,
 )
 from pulsnar_dask.core.scoring import booster_params, fold_model, fold_predictions
-from pulsnar_dask.core.subproblem import check_subproblem
+from pulsnar_dask.core.subproblem import SubproblemResult, check_subproblem
 from pulsnar_dask.core.subtypes import importance_model_gain
 from pulsnar_dask.dask_executor.malloc import with_heap_blocks
 from pulsnar_dask.dask_executor.partitions import stored
@@ -79,6 +83,7 @@ ENGINES = ("auto", "task", "dask")
 # A model trains in one task when its training rows are below this share of the
 # smallest worker's memory limit (XGBoost needs a few copies of them).
 TASK_MEMORY_SHARE = 0.15
+SUM_FAN_IN = 8  # per-partition results summed by one task (map_reduce's tree)
 
 
 # dask-expr caches expression properties with ``functools.cached_property``, whose lock on
@@ -165,11 +170,17 @@ def _fold_model_task(training, fold, request: ScoreRequest, widened_to: int = 0,
 
 
 def _predicted_piece(part, request: ScoreRequest, label, id_col, hashes, copies, models):
-    """A partition's rows of a scoring, each scored by the model of its fold: (ids,
-    probabilities)."""
-    keep, ids, _, folds, _ = _scoring_rows(part, request, label, id_col, hashes, None, copies)
+    """A partition's rows of a scoring, each scored by the model of its fold:
+    (probabilities, the labels the models trained on, ids), the rows in the partition's
+    order."""
+    keep, ids, labels, folds, _ = _scoring_rows(part, request, label, id_col, hashes, None, copies)
     X = _features(part, request, np.flatnonzero(keep))
-    return ids, fold_predictions(models, X, folds, request.config.n_threads)
+    return fold_predictions(models, X, folds, request.config.n_threads), labels, ids
+
+
+def _sum_all(*values: Any) -> Any:
+    """The :func:`~pulsnar_dask.core.interval.summed` of per-partition results."""
+    return functools.reduce(summed, values)
 
 
 CONTENT = "__content_hash__"  # each row's content_hashes, beside its id and label
@@ -587,8 +598,8 @@ class DaskExecutor:
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         """Submit every call at once; each array they share goes to the cluster once
-        (:func:`share`). The calls (the mixtures, the interval's resamples) make many
-        few-MiB arrays: each runs with those served from the heap
+        (:func:`share`). The calls (the mixtures) make many few-MiB arrays: each runs
+        with those served from the heap
         (:func:`~pulsnar_dask.dask_executor.malloc.heap_blocks`)."""
         sent: dict[int, Future] = {}
         for args in calls:
@@ -663,13 +674,63 @@ class DaskExecutor:
         for row_ids, labels, models, predicted in pending:  # one scoring's rows at a time
             models = [m.result() if isinstance(m, Future) else m for m in models]
             pieces = self.client.gather(predicted)
-            ids, proba = (np.concatenate(c) for c in zip(*pieces, strict=True))
+            proba, _, ids = (np.concatenate(c) for c in zip(*pieces, strict=True))
             del pieces
             order = np.argsort(ids, kind="stable")
             if not np.array_equal(ids[order], row_ids):
                 raise RuntimeError("a scoring's predictions do not cover its rows")
-            out.append(Scored(row_ids, labels, proba[order], models))
+            out.append(Scored(row_ids, labels, proba[order], models, tuple(predicted)))
         return out
+
+    def map_reduce(
+        self,
+        per_piece: Callable[..., Any],
+        finish: Callable[[Any], Any],
+        subproblems: Sequence[SubproblemResult],
+        calls: Sequence[tuple],
+    ) -> list[Any]:
+        """Each call: ``per_piece`` on every partition's rows where the worker holds them
+        (the subproblems' :attr:`~pulsnar_dask.core.subproblem.SubproblemResult.pieces`),
+        the results summed on the workers in groups of :data:`SUM_FAN_IN`, and ``finish``
+        on a worker; only what ``finish`` returns comes here. As many calls are in
+        flight as the cluster has threads, so that the per-partition results of the
+        others do not pile up on the workers."""
+        if not all(s.pieces for s in subproblems):
+            raise ValueError("the subproblems were not scored on this cluster")
+        by_partition = [list(p) for p in zip(*(s.pieces for s in subproblems), strict=True)]
+        name = funcname(per_piece)
+
+        def start(args: tuple) -> Future:
+            level = [
+                self.client.submit(
+                    with_heap_blocks, per_piece, piece, *args, key=f"{name}-{uuid.uuid4().hex}"
+                )
+                for piece in by_partition
+            ]
+            while len(level) > 1:
+                level = [
+                    self.client.submit(_sum_all, *level[i : i + SUM_FAN_IN], pure=False)
+                    for i in range(0, len(level), SUM_FAN_IN)
+                ]
+            return self.client.submit(with_heap_blocks, finish, level[0], pure=False)
+
+        workers = self.client.scheduler_info()["workers"].values()
+        window = max(1, sum(w.get("nthreads", 1) for w in workers))
+        results: list[Any] = [None] * len(calls)
+        todo = iter(enumerate(calls))
+        index: dict[str, int] = {}
+        running = as_completed()
+        for i, args in itertools.islice(todo, window):
+            future = start(args)
+            index[future.key] = i
+            running.add(future)
+        for future in running:
+            results[index.pop(future.key)] = future.result()
+            for i, args in itertools.islice(todo, 1):
+                follow = start(args)
+                index[follow.key] = i
+                running.add(follow)
+        return results
 
     def _task_models(
         self, request: ScoreRequest, rows: tuple, thresholds, tail: tuple[int, int]

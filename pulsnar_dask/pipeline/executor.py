@@ -14,6 +14,7 @@ import numpy as np
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import CopyGroups
 from pulsnar_dask.core.schema import FeatureSchema
+from pulsnar_dask.core.subproblem import SubproblemResult
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,15 @@ class ScoreRequest:
 class Scored:
     """Out-of-fold probabilities of a request's rows, by ascending row id; ``labels`` are
     the labels the models trained on (after the request's relabeling); ``models`` the
-    fold models as XGBoost JSON, fold 0 first."""
+    fold models as XGBoost JSON, fold 0 first; ``pieces`` where the executor holds the
+    same rows partition by partition (:attr:`SubproblemResult.pieces
+    <pulsnar_dask.core.subproblem.SubproblemResult>`)."""
 
     row_ids: np.ndarray
     labels: np.ndarray
     probabilities: np.ndarray
     models: list[bytes]
+    pieces: tuple = ()
 
 
 class Executor(Protocol):
@@ -119,3 +123,16 @@ class Executor(Protocol):
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
         """Run every request (side by side where it can); results in request order."""
+
+    def map_reduce(
+        self,
+        per_piece: Callable[..., Any],
+        finish: Callable[[Any], Any],
+        subproblems: Sequence[SubproblemResult],
+        calls: Sequence[tuple],
+    ) -> list[Any]:
+        """``[finish(sum of per_piece(piece, *args) over the partitions) for args in
+        calls]``: each partition's rows of the subproblems (a list of (probabilities,
+        labels, ids), one per subproblem, every subproblem's unlabeled rows in the same
+        order) reduced where they are (:data:`~pulsnar_dask.core.interval.MapReduce`);
+        the results add up by :func:`~pulsnar_dask.core.interval.summed`."""

@@ -83,7 +83,7 @@ def interval_of(job: Job, reading: Reading, alphas: list[float]) -> AlphaInterva
     assumptions = {reading.method: reading.first}
     if reading.alternative:  # auto: the clusters, scored beside PULSCAR
         assumptions["pulsnar"] = reading.alternative
-    interval = alpha_interval(assumptions, config, job.seed, alphas, job.executor.map)
+    interval = alpha_interval(assumptions, config, job.seed, alphas, job.executor.map_reduce)
     if reading.alternative:
         readings_differ(interval, reading.evidence, config.alpha_estimator)
     job.mark("interval")

@@ -11,6 +11,7 @@ from scipy import sparse
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import CopyGroups, content_hashes
+from pulsnar_dask.core.interval import in_memory
 from pulsnar_dask.core.schema import FeatureSchema, frame_schema
 from pulsnar_dask.core.subproblem import cross_validated_scores
 from pulsnar_dask.core.subtypes import importance_model_gain
@@ -121,6 +122,8 @@ class InProcessExecutor:
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         return [fn(*args) for args in calls]
+
+    map_reduce = staticmethod(in_memory)  # the vectors are the one partition
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
         out = []

@@ -112,6 +112,7 @@ class Job:
                 estimate_subproblem(s.row_ids, s.labels, s.probabilities, r.config, r.seed),
                 features=tuple(r.features),
                 models=tuple(s.models),
+                pieces=tuple(s.pieces),
             )
             for r, s in zip(requests, self.executor.score(requests), strict=True)
         ]

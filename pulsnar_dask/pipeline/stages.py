@@ -7,13 +7,15 @@ process on arrays (:class:`~pulsnar_dask.pipeline.in_process.InProcessExecutor`,
 estimators use on numpy and pandas data) or over a Dask cluster
 (:class:`~pulsnar_dask.dask_executor.engine.DaskExecutor`). What reaches the pipeline is
 small: row ids and labels, the positives' clustering features, and probability vectors;
-the alpha, interval and calibration steps run here on those.
+the alpha and calibration steps run here on those, and the interval's resamples are
+counted where the executor holds the rows (``map_reduce``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -155,7 +157,8 @@ def _result(
         improved=out.improved,
         true_labels=job.true_labels,
         estimates=[r.estimate for r in reading.first],
-        subproblems=reading.first,
+        # the result keeps no partition of the cluster's: the pieces are released
+        subproblems=[replace(r, pieces=()) for r in reading.first],
         bic=clustering.bic if clustering is not None else np.array([]),
         mixture_components=reading.mixture_components,
         method_evidence=reading.evidence,
