@@ -178,6 +178,16 @@ def _predicted_piece(part, request: ScoreRequest, label, id_col, hashes, copies,
     return fold_predictions(models, X, folds, request.config.n_threads), labels, ids
 
 
+def _pieces_summed(per_piece: Callable[..., Any], pieces: list, *args: Any) -> Any:
+    """``per_piece(piece, *args)`` on each partition's rows in turn, summed as they come
+    (:func:`~pulsnar_dask.core.interval.summed`): one partition's result held at a time."""
+    total = None
+    for piece in pieces:
+        value = per_piece(piece, *args)
+        total = value if total is None else summed(total, value)
+    return total
+
+
 def _sum_all(*values: Any) -> Any:
     """The :func:`~pulsnar_dask.core.interval.summed` of per-partition results."""
     return functools.reduce(summed, values)
@@ -689,23 +699,31 @@ class DaskExecutor:
         subproblems: Sequence[SubproblemResult],
         calls: Sequence[tuple],
     ) -> list[Any]:
-        """Each call: ``per_piece`` on every partition's rows where the worker holds them
+        """Each call: ``per_piece`` on every partition's rows where a worker holds them
         (the subproblems' :attr:`~pulsnar_dask.core.subproblem.SubproblemResult.pieces`),
-        the results summed on the workers in groups of :data:`SUM_FAN_IN`, and ``finish``
-        on a worker; only what ``finish`` returns comes here. As many calls are in
-        flight as the cluster has threads, so that the per-partition results of the
-        others do not pile up on the workers."""
+        each worker's partitions dealt into as many runs as it has threads, each run
+        summing its partitions' results as they come (:func:`_pieces_summed`), the runs
+        summed on the workers (:data:`SUM_FAN_IN` at a time) and ``finish`` on a worker;
+        only what ``finish`` returns comes here. Two calls are in flight at a time, so
+        that a worker holds a few runs' results, whatever the partitions."""
         if not all(s.pieces for s in subproblems):
             raise ValueError("the subproblems were not scored on this cluster")
         by_partition = [list(p) for p in zip(*(s.pieces for s in subproblems), strict=True)]
+        runs = self._runs_by_worker(by_partition)
         name = funcname(per_piece)
 
         def start(args: tuple) -> Future:
             level = [
                 self.client.submit(
-                    with_heap_blocks, per_piece, piece, *args, key=f"{name}-{uuid.uuid4().hex}"
+                    with_heap_blocks,
+                    _pieces_summed,
+                    per_piece,
+                    pieces,
+                    *args,
+                    key=f"{name}-{uuid.uuid4().hex}",
+                    **({"workers": [worker], "allow_other_workers": True} if worker else {}),
                 )
-                for piece in by_partition
+                for worker, pieces in runs
             ]
             while len(level) > 1:
                 level = [
@@ -714,13 +732,11 @@ class DaskExecutor:
                 ]
             return self.client.submit(with_heap_blocks, finish, level[0], pure=False)
 
-        workers = self.client.scheduler_info()["workers"].values()
-        window = max(1, sum(w.get("nthreads", 1) for w in workers))
         results: list[Any] = [None] * len(calls)
         todo = iter(enumerate(calls))
         index: dict[str, int] = {}
         running = as_completed()
-        for i, args in itertools.islice(todo, window):
+        for i, args in itertools.islice(todo, 2):
             future = start(args)
             index[future.key] = i
             running.add(future)
@@ -731,6 +747,23 @@ class DaskExecutor:
                 index[follow.key] = i
                 running.add(follow)
         return results
+
+    def _runs_by_worker(self, by_partition: list[list[Future]]) -> list[tuple[str | None, list]]:
+        """The partitions' pieces dealt into runs: each worker's partitions (by where the
+        first piece of each is held) into as many runs as the worker has threads."""
+        held = self.client.who_has([pieces[0] for pieces in by_partition])
+        threads = {
+            a: w.get("nthreads", 1) for a, w in self.client.scheduler_info()["workers"].items()
+        }
+        on: dict[str | None, list] = {}
+        for pieces in by_partition:
+            where = held.get(pieces[0].key) or [None]
+            on.setdefault(sorted(where)[0], []).append(pieces)
+        return [
+            (worker, mine[k :: threads.get(worker, 1)])
+            for worker, mine in sorted(on.items(), key=lambda item: str(item[0]))
+            for k in range(min(threads.get(worker, 1), len(mine)))
+        ]
 
     def _task_models(
         self, request: ScoreRequest, rows: tuple, thresholds, tail: tuple[int, int]
