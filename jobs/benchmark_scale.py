@@ -1,12 +1,13 @@
 """PULSNAR at growing size on a separately started 2-worker cluster.
 
-P = U/20, 100 features, SNAR, drawn by the chunked generator (the paper's would need
-12 x 1M x 100 values at once). A scheduler and single-threaded worker processes are started
-first (as a user's cluster would be), then ``pulsnar-dask run --scheduler`` runs as its own
-client process under /usr/bin/time, so its peak RSS is the client's alone. The workers'
-RSS is sampled every 0.2 s and split by the run's stages (from its log), giving the memory
-each stage needs per worker as rows grow, and a linear projection to ten times the largest
-size on ten workers. The largest run also saves Dask's performance report.
+P = U/20, 100 features (``--features``), SNAR, drawn by the chunked generator (the
+paper's would need 12 x 1M x 100 values at once). A scheduler and single-threaded worker
+processes are started first (as a user's cluster would be), then ``pulsnar-dask run
+--scheduler`` runs as its own client process under /usr/bin/time, so its peak RSS is the
+client's alone. The workers' RSS is sampled every 0.2 s and split by the run's stages
+(from its log), giving the memory each stage needs per worker as rows grow, and a linear
+projection to ten times the largest size on ten workers. The largest run also saves
+Dask's performance report.
 
     python jobs/benchmark_scale.py [--sizes 100000 300000 1000000]
     python jobs/benchmark_scale.py --sizes 500000 1000000 2000000 --memory-limit 2GiB \\
@@ -42,8 +43,6 @@ STAGES = {
     "classification:": "retrain",  # with true labels, the metrics' PULSCAR baseline beside it
     "writing the predictions": "outputs",
 }
-# Stages whose worker peak grows with the whole table's rows, not with a worker's share.
-WHOLE_TABLE = {"interval"}
 
 
 def stage_spans(summary: dict) -> list[tuple[str, float, float]]:
@@ -83,6 +82,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
     parser.add_argument("--data", type=Path, default=Path("/tmp/pulsnar-scale"))
     parser.add_argument("--method", default="pulsnar")
+    parser.add_argument("--features", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="10GiB", help="each worker's")
     parser.add_argument("--nanny", action="store_true", help="workers restarted past 95%%")
@@ -119,11 +119,13 @@ def main() -> None:
     ) as cluster:
         workers = [psutil.Process(p.pid) for p in cluster.workers]
         for n_unlab in args.sizes:
-            path = args.data / f"snar_{n_unlab}"
+            shape = "" if args.features == 100 else f"_{args.features}f"
+            path = args.data / f"snar_{n_unlab}{shape}"
             partitions = max(2, n_unlab // 50_000)
             true_alpha = synthetic_parquet(
-                path, "snar", n_unlab // 20, n_unlab, 100, 0.2, partitions=partitions, chunked=True
-            )
+                path, "snar", n_unlab // 20, n_unlab, args.features, 0.2,
+                partitions=partitions, chunked=True,
+            )  # fmt: skip
             if args.without_truth:
                 path = without_truth(path)
             extra = ["--n-clusters", str(args.n_clusters)] if args.n_clusters else []
@@ -228,7 +230,7 @@ def write(
     )  # fmt: skip
     lines = [
         f"# {args.method.upper()} scale run: {args.workers} separately started workers, "
-        f"P = U/20, 100 features ({options})",
+        f"P = U/20, {args.features} features ({options})",
         "",
         "| U | rows | wall (s) | job (s) | us per row | client peak RSS (MiB) | worker peak "
         "RSS (MiB) | alpha | true alpha | clusters | engine |",
@@ -270,9 +272,9 @@ def write(
 
 def projection(args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFrame) -> list:
     """Per-stage worker peaks, with a least-squares line taken to ten times the largest
-    size on ten workers: against rows per worker for the stages whose tasks hold their own
-    partitions, against the whole table's rows for the interval (each resample task
-    receives every subproblem's probabilities) and for the client's peak."""
+    size on ten workers: against rows per worker for the stages (every task holds its own
+    partitions, the interval's included), against the whole table's rows for the
+    client's peak."""
     per_worker = stages["n_rows"] / args.workers
     target_rows = 10 * stages["n_rows"].max()
     target = target_rows / 10
@@ -281,10 +283,7 @@ def projection(args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFra
         "",
         f"Largest RSS of a worker process during each stage (MiB), by rows per worker; last "
         f"column: the least-squares line at {target_rows:,.0f} rows on 10 workers "
-        f"({target:,.0f} rows per worker). The interval's line is drawn against the "
-        f"whole table's rows, not a worker's: each of its resample tasks receives every "
-        f"subproblem's probabilities of all the unlabeled rows, so adding workers does not "
-        f"shrink it.",
+        f"({target:,.0f} rows per worker); the client's against the whole table's rows.",
         "",
         "| stage | " + " | ".join(f"{r:,.0f} rows/worker" for r in per_worker)
         + " | projected |",
@@ -293,11 +292,10 @@ def projection(args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFra
     for name in names:
         values = stages[name].to_numpy(float)
         ok = np.isfinite(values)
-        rows, at = (stages["n_rows"], target_rows) if name in WHOLE_TABLE else (per_worker, target)
-        slope, intercept = np.polyfit(rows[ok], values[ok], 1) if ok.sum() >= 2 else (0, 0)
+        slope, intercept = np.polyfit(per_worker[ok], values[ok], 1) if ok.sum() >= 2 else (0, 0)
         lines.append(
             f"| {name} | " + " | ".join(f"{v:.0f}" for v in values)
-            + f" | {intercept + slope * at:.0f} |"
+            + f" | {intercept + slope * target:.0f} |"
         )  # fmt: skip
     slope, intercept = np.polyfit(table["n_rows"], table["client_peak_rss_mib"], 1)
     lines.append(
