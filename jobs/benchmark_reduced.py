@@ -55,7 +55,8 @@ def ranked_claims(unlabeled: list[np.ndarray], alphas: list[float]) -> np.ndarra
     probable unlabeled rows themselves (bool, one row per cluster)."""
     claims = np.zeros((len(alphas), unlabeled[0].size), dtype=bool)
     for c, (p, alpha) in enumerate(zip(unlabeled, alphas, strict=True)):
-        claims[c, np.argsort(-p, kind="stable")[: int(np.round(alpha * p.size))]] = True
+        taken = int(np.clip(np.round(alpha * p.size), 0, p.size)) if np.isfinite(alpha) else 0
+        claims[c, np.argsort(-p, kind="stable")[:taken]] = True
     return claims
 
 

@@ -200,3 +200,14 @@ def test_a_reading_no_resample_could_make_spans_everything():
     resampled = np.array([[[0.1, np.nan]], [[0.3, np.nan]], [[0.2, 0.5]]])
     sd = _spread(resampled)
     assert sd[0, 0] == pytest.approx(0.1) and sd[0, 1] == np.inf
+
+
+def test_a_reader_of_the_rows_reads_them_in_one_order_whatever_the_partitions():
+    """bbe draws a random split of the rows: the pieces' rows are put back in id order
+    before it reads them, so partitions read as one piece does."""
+    config = PUConfig(interval_resamples=3, alpha_estimator="bbe")
+    p_pos, p_unl = beta_mixture(0.3, 300, 1500, seed=8)
+    sub = subproblem(p_pos, p_unl, config)
+    whole = alpha_interval({"pulscar": [sub]}, config, seed=4)
+    parted = alpha_interval({"pulscar": [sub]}, config, 4, (), in_parts)
+    assert parted.readings == whole.readings

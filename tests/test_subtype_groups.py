@@ -174,3 +174,22 @@ def test_weighted_claims_count_each_row_as_often_as_its_weight():
     assert weighted == pytest.approx(repeated)
     claim = claims_of([a], [0.5], w)[0]
     assert claim.of_rows(a) @ w == pytest.approx(np.round(0.5 * w.sum()))
+
+
+def test_claims_ending_in_one_tied_cell_take_the_same_rows():
+    """Two clusters of one subtype whose scores tie: their claims share the tied cell's
+    rows (as relabeling takes them, by one hash a row), so they overlap whole and their
+    union is one claim."""
+    p = np.r_[np.full(500, 0.9), np.linspace(0.01, 0.5, 500)]  # half the rows tied
+    cells = [cell_of(p)] * 2
+    ids = np.arange(p.size)
+    for alpha in (0.1, 0.2, 0.4):
+        claims = claims_of(cells, [alpha, alpha])
+        assert claim_overlaps(overlap_weights(cells, claims))[0, 1] == pytest.approx(1.0)
+        assert combined_alpha(cells, [alpha, alpha], np.array([0, 0])) == pytest.approx(alpha)
+        taken = [claimed_flags(k, c, ids, 3) for k, c in zip(cells, claims, strict=True)]
+        np.testing.assert_array_equal(taken[0], taken[1])
+    # a smaller claim in the same cell lies inside the larger one
+    small, large = claims_of(cells, [0.1, 0.3])
+    assert overlap_weights(cells, [small, large])[0, 1] == pytest.approx(100)
+    assert union_weight(cells, [small, large]) == pytest.approx(300)

@@ -8,6 +8,13 @@ in that cell. A claim is found from the unlabeled rows' weight per cell, so the 
 partitions each count theirs and the sums settle it; what the claims share is then a sum
 over rows too (:func:`overlap_weights`, :func:`union_weight`), which the partitions add up.
 Where every row has a cell of its own the claim is exactly the top-ranked rows.
+
+Claims that end in the same cell take the same rows of it, as far as their shares allow:
+relabeling takes a row of a boundary cell where a hash of its id falls below the claim's
+share (:func:`claimed_flags`), one hash for every claim, so the rows two claims take there
+are nested. Two claims share ``min(q_c, q_d)`` of a row and any of several takes
+``max_c q_c`` of it, with ``q_c`` its claimed share (1, the boundary share, or 0): two
+clusters cut from one subtype, whose scores tie, claim the same rows.
 """
 
 from __future__ import annotations
@@ -106,9 +113,9 @@ def claims_of(
 def overlap_weights(
     cells: Sequence[np.ndarray], claims: Sequence[Claim], weights: np.ndarray | None = None
 ) -> np.ndarray:
-    """The weight each pair of subproblems claims together: ``sum_rows w q_c q_d``, with
-    ``q_c`` a row's claimed share (:meth:`Claim.of_rows`); on the diagonal, the weight
-    each claims (``sum_rows w q_c``). Rows' partitions add up.
+    """The weight each pair of subproblems claims together: ``sum_rows w min(q_c, q_d)``,
+    with ``q_c`` a row's claimed share (:meth:`Claim.of_rows`); on the diagonal, the
+    weight each claims (``sum_rows w q_c``). Rows' partitions add up.
 
     Returns
     -------
@@ -116,13 +123,13 @@ def overlap_weights(
     """
     shares = [c.of_rows(k) for k, c in zip(cells, claims, strict=True)]
     n = len(shares)
-    w = 1.0 if weights is None else np.asarray(weights, dtype=float)
+    rows = np.asarray(cells[0]).size
+    w = np.ones(rows) if weights is None else np.asarray(weights, dtype=float)
     shared = np.zeros((n, n))
     for c in range(n):
-        weighted = w * shares[c]
-        shared[c, c] = weighted.sum()
+        shared[c, c] = w @ shares[c]
         for d in range(c + 1, n):
-            shared[c, d] = shared[d, c] = weighted @ shares[d]
+            shared[c, d] = shared[d, c] = w @ np.minimum(shares[c], shares[d])
     return shared
 
 
@@ -166,13 +173,11 @@ def subtype_groups(overlaps: np.ndarray, threshold: float) -> np.ndarray:
 def union_weight(
     cells: Sequence[np.ndarray], claims: Sequence[Claim], weights: np.ndarray | None = None
 ) -> float:
-    """The weight of the unlabeled rows any of the claims takes:
-    ``sum_rows w (1 - prod_c (1 - q_c))``, each claim taking its boundary cell's share of
-    every row there. Rows' partitions add up."""
-    unclaimed = np.ones(np.asarray(cells[0]).size)
+    """The weight of the unlabeled rows any of the claims takes: ``sum_rows w max_c q_c``
+    (claims ending in one cell take nested rows of it). Rows' partitions add up."""
+    claimed = np.zeros(np.asarray(cells[0]).size)
     for k, claim in zip(cells, claims, strict=True):
-        unclaimed *= 1.0 - claim.of_rows(k)
-    claimed = 1.0 - unclaimed
+        np.maximum(claimed, claim.of_rows(k), out=claimed)
     return float(claimed.sum() if weights is None else claimed @ np.asarray(weights, float))
 
 

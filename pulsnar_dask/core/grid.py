@@ -67,11 +67,36 @@ def cell_of(probabilities: np.ndarray) -> np.ndarray:
     return cell
 
 
+def node_split(
+    probabilities: np.ndarray, cells: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each probability's lower node of :data:`NODES` and the share of its weight the
+    node above takes (linear binning, :func:`node_weights`).
+
+    Parameters
+    ----------
+    probabilities : ndarray of shape (n,)
+        Values in [0, 1].
+    cells : ndarray of shape (n,) or None
+        The rows' :func:`cell_of`, where the caller has it.
+
+    Returns
+    -------
+    (lower, upper_share)
+        ndarray of int64 (node index, never the last node) and of float64 in [0, 1].
+    """
+    p = np.asarray(probabilities, dtype=float)
+    lower = _NODE_OF_CELL[cell_of(p) if cells is None else cells]
+    upper_share = np.clip((p - NODES[lower]) / (NODES[lower + 1] - NODES[lower]), 0.0, 1.0)
+    return lower, upper_share
+
+
 def node_weights(
     probabilities: np.ndarray,
     *,
     weights: np.ndarray | None = None,
     cells: np.ndarray | None = None,
+    split: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Spread probabilities over :data:`NODES` by linear binning: each splits its weight
     (1, or its entry of ``weights``) between the two nodes around it, in proportion to its
@@ -85,6 +110,9 @@ def node_weights(
         Each row's weight; None: 1 each.
     cells : ndarray of shape (n,) or None
         The rows' :func:`cell_of`, where the caller has it.
+    split : (lower, upper_share) or None
+        The rows' :func:`node_split`, where the caller keeps it (a bootstrap weighs the
+        same rows once per resample).
 
     Returns
     -------
@@ -92,9 +120,7 @@ def node_weights(
         Weight of each node, summing to the probabilities' total weight; the weights of
         disjoint rows add up to their union's.
     """
-    p = np.asarray(probabilities, dtype=float)
-    lower = _NODE_OF_CELL[cell_of(p) if cells is None else cells]
-    upper_share = np.clip((p - NODES[lower]) / (NODES[lower + 1] - NODES[lower]), 0.0, 1.0)
+    lower, upper_share = split or node_split(probabilities, cells)
     w = 1.0 if weights is None else np.asarray(weights, dtype=float)
     nodes = np.bincount(lower, weights=w * (1.0 - upper_share), minlength=N_NODES)
     nodes += np.bincount(lower + 1, weights=w * upper_share, minlength=N_NODES)

@@ -36,7 +36,7 @@ from pulsnar_dask.core.bootstrap import resample_keys, weights_of_keys
 from pulsnar_dask.core.claims import Claim, claim_of, union_weight
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.grid import cell_of
-from pulsnar_dask.core.score_counts import Scores
+from pulsnar_dask.core.score_counts import RowsToCount, Scores, ScoreVectors
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import (
     SubproblemResult,
@@ -77,7 +77,8 @@ MapReduce = Callable[
     list[Any],
 ]
 # resamples counted in one pass over a partition's rows: at most 25, and at most
-# _BATCH_COUNTS statistics (about 215 KB each) in one partition's result
+# _BATCH_COUNTS statistics (about 215 KB each) in one partition's result; one where a
+# reader reads the rows themselves
 _BATCH = 25
 _BATCH_COUNTS = 75
 
@@ -104,26 +105,31 @@ def summed(a: Any, b: Any) -> Any:
     return a + b
 
 
-def _resample_weights(piece: Piece, seed: int) -> Callable[[int | None], list[np.ndarray | None]]:
-    """Each subproblem's row weights in a resample (None: the rows as collected), drawn
-    for the unlabeled rows once (every subproblem holds them, in the same order)."""
-    unlabeled = piece[0][1] == 0
-    unlabeled_keys = resample_keys(piece[0][2][unlabeled], seed)
+def _label_weights(
+    piece: Piece, seed: int
+) -> Callable[[int | None], list[tuple[np.ndarray, np.ndarray] | None]]:
+    """Each subproblem's weights in a resample, its unlabeled rows' and its positives'
+    apart, in the rows' order (None: the rows as collected); the unlabeled rows' are drawn
+    once, as every subproblem holds them, in the same order."""
+    unlabeled_keys = resample_keys(piece[0][2][piece[0][1] == 0], seed)
     positive_keys = [resample_keys(ids[y == 1], seed) for _, y, ids in piece]
 
-    def weights(b: int | None) -> list[np.ndarray | None]:
+    def weights(b: int | None) -> list[tuple[np.ndarray, np.ndarray] | None]:
         if b is None:
             return [None] * len(piece)
         w_unl = weights_of_keys(unlabeled_keys, b)
-        out = []
-        for (_, y, _), keys in zip(piece, positive_keys, strict=True):
-            w = np.empty(y.size, np.int64)
-            w[y == 0] = w_unl
-            w[y == 1] = weights_of_keys(keys, b)
-            out.append(w)
-        return out
+        return [(w_unl, weights_of_keys(keys, b)) for keys in positive_keys]
 
     return weights
+
+
+def _row_weights(labels: np.ndarray, by_label: tuple[np.ndarray, np.ndarray] | None):
+    """The weights of :func:`_label_weights` in the rows' order (None: None)."""
+    if by_label is None:
+        return None
+    w = np.empty(labels.size, np.int64)
+    w[labels == 0], w[labels == 1] = by_label
+    return w
 
 
 def piece_scores(
@@ -131,14 +137,23 @@ def piece_scores(
 ) -> list[list[list[Scores]]]:
     """One partition's :func:`~pulsnar_dask.core.subproblem.scores_for` of each resample
     (None: the rows as collected), subproblem and form (``forms``: configs whose readers
-    read counts or rows), each row weighed as the resample weighs its id."""
+    read counts or rows), each row weighed as the resample weighs its id; the rows are
+    made ready to count once (:class:`~pulsnar_dask.core.score_counts.RowsToCount`)."""
     cells = [cell_of(p) for p, _, _ in piece]
-    weights = _resample_weights(piece, seed)
+    counted = [
+        RowsToCount(p, y, c) if not all(map(reads_rows, forms)) else None
+        for (p, y, _), c in zip(piece, cells, strict=True)
+    ]
+    weights = _label_weights(piece, seed)
     out = []
     for b in resamples:
         row = []
-        for (p, y, _), c, w in zip(piece, cells, weights(b), strict=True):
-            row.append([scores_for(p, y, form, w, c) for form in forms])
+        for (p, y, ids), c, rows, w in zip(piece, cells, counted, weights(b), strict=True):
+            row.append(
+                [scores_for(p, y, form, _row_weights(y, w), c, ids) if reads_rows(form)
+                 else rows.counts_by_label(*(w or (None, None)))
+                 for form in forms]
+            )  # fmt: skip
         out.append(row)
     return out
 
@@ -228,13 +243,19 @@ def read_batch(scores: list[list[list[Scores]]], plan: _Plan) -> _BatchReading:
             for r, cfg in enumerate(configs):
                 form = plan.form_of(cfg.alpha_estimator)
                 for s in members:
-                    alphas[b, s, r] = alpha_of(row[s][form], cfg, plan.seed)
+                    alphas[b, s, r] = alpha_of(_in_one_order(row[s][form]), cfg, plan.seed)
                 for sg, subs in plan.subtype_members(g):
                     if len(subs) > 1:
                         claims[b, g, r, sg] = [
                             claim_of(row[s][form].cell_weights(0), alphas[b, s, r]) for s in subs
                         ]
     return _BatchReading(alphas, readable, unlabeled, claims)
+
+
+def _in_one_order(scores: Scores) -> Scores:
+    """Rows (:class:`~pulsnar_dask.core.score_counts.ScoreVectors`) by id, whatever pieces
+    they were summed from; counts as they are."""
+    return scores.in_key_order() if isinstance(scores, ScoreVectors) else scores
 
 
 def piece_unions(
@@ -263,6 +284,8 @@ def _batch_readings(
     """Alpha per (resample, assumption, reader): the subproblems' readings of each
     resample, combined as configured (NaN where a resample cannot be read)."""
     size = max(1, min(_BATCH, _BATCH_COUNTS // (len(subproblems) * len(plan.forms))))
+    if any(map(reads_rows, plan.forms)):
+        size = 1  # a reading of the rows holds all of them: one resample at a time
     batches = [list(resamples[i : i + size]) for i in range(0, len(resamples), size)]
     read = map_reduce(
         piece_scores,

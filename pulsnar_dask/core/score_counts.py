@@ -35,7 +35,7 @@ from pulsnar_dask.core.binning import (
     rule_bin_count,
 )
 from pulsnar_dask.core.density import KernelSample, histogram_density
-from pulsnar_dask.core.grid import EDGES, N_CELLS, N_NODES, cell_of, node_weights
+from pulsnar_dask.core.grid import EDGES, N_CELLS, N_NODES, cell_of, node_split, node_weights
 
 
 class Scores(Protocol):
@@ -85,10 +85,15 @@ class ScoreVectors:
         Values in [0, 1].
     labels : ndarray of int8 of shape (n,)
         1 for labeled positives, 0 for unlabeled.
+    keys : ndarray of shape (n,) or None
+        The rows' ids, where the rows come in pieces: :meth:`in_key_order` puts them in
+        one order whatever pieces they came in (the ``bbe`` reader draws a random split
+        of the rows, which depends on their order).
     """
 
     probabilities: np.ndarray
     labels: np.ndarray
+    keys: np.ndarray | None = None
 
     def _of(self, label: int | None) -> np.ndarray:
         _check_label(label)
@@ -125,10 +130,22 @@ class ScoreVectors:
 
     def __add__(self, other: ScoreVectors) -> ScoreVectors:
         """Both sets of rows, concatenated."""
+        keys = None
+        if self.keys is not None and other.keys is not None:
+            keys = np.concatenate([self.keys, other.keys])
         return ScoreVectors(
             np.concatenate([self.probabilities, other.probabilities]),
             np.concatenate([self.labels, other.labels]),
+            keys,
         )
+
+    def in_key_order(self) -> ScoreVectors:
+        """The rows by ascending key (a row counted several times stays together); the
+        rows as they are where there are no keys."""
+        if self.keys is None:
+            return self
+        order = np.argsort(self.keys, kind="stable")
+        return ScoreVectors(self.probabilities[order], self.labels[order], self.keys[order])
 
 
 @dataclass(frozen=True)
@@ -187,24 +204,7 @@ class ScoreCounts:
         ValueError
             For a probability outside [0, 1] (NaN included).
         """
-        p = np.asarray(probabilities, dtype=float)
-        if not np.all((p >= 0.0) & (p <= 1.0)):
-            raise ValueError("probabilities must lie in [0, 1]")
-        y = np.asarray(labels)
-        w = np.ones(p.size) if weights is None else np.asarray(weights, dtype=float)
-        cell = cell_of(p) if cells is None else np.asarray(cells, dtype=np.int64)
-        cells = np.zeros((2, N_CELLS))
-        nodes = np.zeros((2, N_NODES))
-        sums = np.zeros((2, 2))
-        for label in (0, 1):
-            rows = y == label
-            p_l, w_l = p[rows], w[rows]
-            cells[label] = np.bincount(cell[rows], weights=w_l, minlength=N_CELLS)
-            nodes[label] = node_weights(p_l, weights=w_l, cells=cell[rows])
-            sums[label] = (p_l @ w_l, (p_l * p_l) @ w_l)
-        held = p[w > 0]
-        low, high = (float(held.min()), float(held.max())) if held.size else (np.inf, -np.inf)
-        return cls(cells, nodes, sums, low, high)
+        return RowsToCount(probabilities, labels, cells).counts(weights)
 
     def __add__(self, other: ScoreCounts) -> ScoreCounts:
         """The statistics of both sets of rows together."""
@@ -256,6 +256,79 @@ class ScoreCounts:
         # quantiles lie
         first = np.searchsorted(EDGES, np.asarray(thresholds, dtype=float), side="right") - 1
         return above[np.clip(first, 0, N_CELLS - 1)] / cells.sum()
+
+
+class RowsToCount:
+    """A subproblem's rows made ready to be counted (:class:`ScoreCounts`) under many
+    weightings, as a bootstrap weighs the same rows once per resample: each label's
+    probabilities, grid cells and kernel nodes are found once.
+
+    Parameters
+    ----------
+    probabilities : ndarray of shape (n,)
+        Values in [0, 1].
+    labels : ndarray of shape (n,)
+        1 for labeled positives, 0 for unlabeled.
+    cells : ndarray of shape (n,) or None
+        The rows' :func:`~pulsnar_dask.core.grid.cell_of`, where the caller keeps them.
+
+    Raises
+    ------
+    ValueError
+        For a probability outside [0, 1] (NaN included).
+    """
+
+    def __init__(
+        self, probabilities: np.ndarray, labels: np.ndarray, cells: np.ndarray | None = None
+    ):
+        p = np.asarray(probabilities, dtype=float)
+        if not np.all((p >= 0.0) & (p <= 1.0)):
+            raise ValueError("probabilities must lie in [0, 1]")
+        y = np.asarray(labels)
+        cell = cell_of(p) if cells is None else np.asarray(cells, dtype=np.int64)
+        self._masks = [y == label for label in (0, 1)]
+        self._rows = []
+        for rows in self._masks:
+            p_l, c_l = p[rows], cell[rows]
+            self._rows.append((p_l, p_l * p_l, c_l, node_split(p_l, c_l)))
+
+    def counts(self, weights: np.ndarray | None = None) -> ScoreCounts:
+        """The rows' statistics, each row counted as often as its weight (None: once).
+
+        Parameters
+        ----------
+        weights : ndarray of shape (n,) or None
+            Non-negative weight of each row, in the rows' order.
+
+        Returns
+        -------
+        ScoreCounts
+        """
+        if weights is None:
+            return self.counts_by_label(None, None)
+        w = np.asarray(weights, dtype=float)
+        return self.counts_by_label(*(w[rows] for rows in self._masks))
+
+    def counts_by_label(
+        self, unlabeled: np.ndarray | None, positive: np.ndarray | None
+    ) -> ScoreCounts:
+        """:meth:`counts` with the weights given for each label apart: the unlabeled
+        rows', then the labeled positives', each in the rows' order (None: 1 each)."""
+        cells = np.zeros((2, N_CELLS))
+        nodes = np.zeros((2, N_NODES))
+        sums = np.zeros((2, 2))
+        low, high = np.inf, -np.inf
+        for label, (weights, (p_l, p2_l, c_l, split)) in enumerate(
+            zip((unlabeled, positive), self._rows, strict=True)
+        ):
+            w = np.ones(p_l.size) if weights is None else np.asarray(weights, dtype=float)
+            cells[label] = np.bincount(c_l, weights=w, minlength=N_CELLS)
+            nodes[label] = node_weights(p_l, weights=w, split=split)
+            sums[label] = (p_l @ w, p2_l @ w)
+            held = p_l if weights is None else p_l[w > 0]
+            if held.size:
+                low, high = min(low, float(held.min())), max(high, float(held.max()))
+        return ScoreCounts(cells, nodes, sums, low, high)
 
 
 def _cell_quantiles(cells: np.ndarray, levels: np.ndarray) -> np.ndarray:

@@ -135,15 +135,18 @@ def scores_for(
     config: PUConfig,
     weights: np.ndarray | None = None,
     cells: np.ndarray | None = None,
+    keys: np.ndarray | None = None,
 ) -> Scores:
     """What ``config``'s reader reads of a subproblem: its counts, or its rows
     (:func:`reads_rows`), each row counted as often as its weight (None: once); ``cells``:
-    the rows' grid cells, where the caller keeps them."""
+    the rows' grid cells, where the caller keeps them; ``keys``: the rows' ids, kept with
+    the rows (:class:`~pulsnar_dask.core.score_counts.ScoreVectors`)."""
     if not reads_rows(config):
         return ScoreCounts.from_scores(proba, labels, weights, cells)
     if weights is not None:
         proba, labels = np.repeat(proba, weights), np.repeat(labels, weights)
-    return ScoreVectors(proba, labels)
+        keys = None if keys is None else np.repeat(keys, weights)
+    return ScoreVectors(proba, labels, keys)
 
 
 def alpha_of(scores: Scores, config: PUConfig, seed: int) -> float:
@@ -374,8 +377,12 @@ def group_subproblems(subproblems: list[SubproblemResult], threshold: float) -> 
     unlabeled rows, from the overlaps of their claims."""
     if len(subproblems) == 1:
         return np.zeros(1, dtype=np.int64)
-    cells = unlabeled_cells(subproblems)
-    claims = claims_of(cells, [r.alpha for r in subproblems])
+    return _groups(unlabeled_cells(subproblems), [r.alpha for r in subproblems], threshold)
+
+
+def _groups(cells: list[np.ndarray], alphas: list[float], threshold: float) -> np.ndarray:
+    """:func:`~pulsnar_dask.core.claims.subtype_groups` of claims on the grid cells."""
+    claims = claims_of(cells, alphas)
     return subtype_groups(claim_overlaps(overlap_weights(cells, claims)), threshold)
 
 
@@ -385,9 +392,12 @@ def subproblems_alpha(
     """Alpha of subproblems that hold the same unlabeled rows, and their subtype groups
     (:func:`group_subproblems` at ``threshold``, then
     :func:`~pulsnar_dask.core.claims.combined_alpha`)."""
-    groups = group_subproblems(subproblems, threshold)
+    if len(subproblems) == 1:
+        return float(subproblems[0].alpha), np.zeros(1, dtype=np.int64)
+    cells = unlabeled_cells(subproblems)
     alphas = [r.alpha for r in subproblems]
-    return combined_alpha(unlabeled_cells(subproblems), alphas, groups), groups
+    groups = _groups(cells, alphas, threshold)
+    return combined_alpha(cells, alphas, groups), groups
 
 
 def relabel_claimed(
@@ -400,11 +410,13 @@ def relabel_claimed(
     """Relabel positive the unlabeled rows the subproblems claim (Algorithm 4).
 
     Each subproblem claims its ``round(alpha_c |U|)`` most probable unlabeled rows, ranked
-    on the probability grid (:mod:`pulsnar_dask.core.claims`; in the claim's boundary cell
-    the rows a hash of their id and ``seed`` picks); every row one of them claims becomes
-    positive. With one subproblem (PULSCAR) these are the rows it ranks highest. With
-    PULSNAR's clusters each cluster's own ranking picks its share, which recovers the
-    hidden positives better than one ranking of the combined probabilities.
+    on the probability grid (:mod:`pulsnar_dask.core.claims`): every row above the claim's
+    boundary cell, and in that cell the rows a hash of their id and ``seed`` picks, each
+    with the claim's share as its chance (so the count there is that share of the cell's
+    rows in expectation); every row one of them claims becomes positive. With one
+    subproblem (PULSCAR) these are the rows it ranks highest. With PULSNAR's clusters each
+    cluster's own ranking picks its share, which recovers the hidden positives better than
+    one ranking of the combined probabilities.
 
     Parameters
     ----------

@@ -635,7 +635,8 @@ class DaskExecutor:
     def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
         """Each request's fold models, trained on its training rows gathered to one task
         per fold (``task``) or on ``xgboost.dask`` (``dask``), then every row scored on
-        the worker that holds it: only ids and probabilities come back."""
+        the worker that holds it: its probability, label and id come back, and the
+        workers keep them partition by partition (``Scored.pieces``)."""
         puf, pending = self.puf, []
         tail = (0, 0)
         if len(requests) == 1 and self.engine == "task":  # its folds are the whole fan-out
@@ -752,9 +753,7 @@ class DaskExecutor:
         """The partitions' pieces dealt into runs: each worker's partitions (by where the
         first piece of each is held) into as many runs as the worker has threads."""
         held = self.client.who_has([pieces[0] for pieces in by_partition])
-        threads = {
-            a: w.get("nthreads", 1) for a, w in self.client.scheduler_info()["workers"].items()
-        }
+        threads = self.client.nthreads()  # every worker's (scheduler_info may list a few)
         on: dict[str | None, list] = {}
         for pieces in by_partition:
             where = held.get(pieces[0].key) or [None]

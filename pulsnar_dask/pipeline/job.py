@@ -151,6 +151,13 @@ class Reading:
     def first(self) -> list[SubproblemResult]:
         return self.per_iteration[0]
 
+    def release_pieces(self) -> None:
+        """Let go of the rows the executor holds for the subproblems (their
+        :attr:`~pulsnar_dask.core.subproblem.SubproblemResult.pieces`), once the steps
+        that count them where they are have run."""
+        self.per_iteration = [[replace(r, pieces=()) for r in it] for it in self.per_iteration]
+        self.alternative = [replace(r, pieces=()) for r in self.alternative]
+
 
 def read_input(job: Job) -> None:
     """Read and check the table (``job.row_ids``, ``labels``, ``true_labels``), and the

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -106,6 +105,7 @@ def run_pipeline(
     checks = diagnose(reading)
     alphas = read_alphas(job, reading)
     interval = interval_of(job, reading, alphas.alphas)
+    reading.release_pieces()  # the workers' copies of the probabilities are done with
     out = outputs_of(job, reading, alphas.cluster_alphas, calibrate_probabilities, classify)
     return _result(
         job, reading, method, calibrate_probabilities, classify, settings, checks, alphas,
@@ -157,8 +157,7 @@ def _result(
         improved=out.improved,
         true_labels=job.true_labels,
         estimates=[r.estimate for r in reading.first],
-        # the result keeps no partition of the cluster's: the pieces are released
-        subproblems=[replace(r, pieces=()) for r in reading.first],
+        subproblems=reading.first,
         bic=clustering.bic if clustering is not None else np.array([]),
         mixture_components=reading.mixture_components,
         method_evidence=reading.evidence,
