@@ -292,11 +292,11 @@ def projection(args: argparse.Namespace, table: pd.DataFrame, stages: pd.DataFra
     for name in names:
         values = stages[name].to_numpy(float)
         ok = np.isfinite(values)
-        slope, intercept = np.polyfit(per_worker[ok], values[ok], 1) if ok.sum() >= 2 else (0, 0)
-        lines.append(
-            f"| {name} | " + " | ".join(f"{v:.0f}" for v in values)
-            + f" | {intercept + slope * target:.0f} |"
-        )  # fmt: skip
+        projected = "-"  # a stage too short to be sampled at some size: no line
+        if ok.sum() >= 2:
+            slope, intercept = np.polyfit(per_worker[ok], values[ok], 1)
+            projected = f"{intercept + slope * target:.0f}"
+        lines.append(f"| {name} | " + " | ".join(f"{v:.0f}" for v in values) + f" | {projected} |")
     slope, intercept = np.polyfit(table["n_rows"], table["client_peak_rss_mib"], 1)
     lines.append(
         "| client (whole run) | "
