@@ -95,7 +95,6 @@ def node_weights(
     probabilities: np.ndarray,
     *,
     weights: np.ndarray | None = None,
-    cells: np.ndarray | None = None,
     split: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Spread probabilities over :data:`NODES` by linear binning: each splits its weight
@@ -108,8 +107,6 @@ def node_weights(
         Values in [0, 1].
     weights : ndarray of shape (n,) or None
         Each row's weight; None: 1 each.
-    cells : ndarray of shape (n,) or None
-        The rows' :func:`cell_of`, where the caller has it.
     split : (lower, upper_share) or None
         The rows' :func:`node_split`, where the caller keeps it (a bootstrap weighs the
         same rows once per resample).
@@ -120,7 +117,7 @@ def node_weights(
         Weight of each node, summing to the probabilities' total weight; the weights of
         disjoint rows add up to their union's.
     """
-    lower, upper_share = split or node_split(probabilities, cells)
+    lower, upper_share = split or node_split(probabilities)
     w = 1.0 if weights is None else np.asarray(weights, dtype=float)
     nodes = np.bincount(lower, weights=w * (1.0 - upper_share), minlength=N_NODES)
     nodes += np.bincount(lower + 1, weights=w * upper_share, minlength=N_NODES)
