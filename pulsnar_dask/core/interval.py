@@ -229,6 +229,7 @@ class _BatchReading:
 
 def read_batch(scores: list[list[list[Scores]]], plan: _Plan) -> _BatchReading:
     """Each resample's alphas from its summed counts, and the claims to unite."""
+    scores = [[[_in_one_order(form) for form in sub] for sub in row] for row in scores]
     n_b, n_s = len(scores), sum(plan.sizes)
     alphas = np.full((n_b, n_s, len(plan.readers)), np.nan)
     readable = np.zeros((n_b, len(plan.sizes)), dtype=bool)
@@ -243,7 +244,7 @@ def read_batch(scores: list[list[list[Scores]]], plan: _Plan) -> _BatchReading:
             for r, cfg in enumerate(configs):
                 form = plan.form_of(cfg.alpha_estimator)
                 for s in members:
-                    alphas[b, s, r] = alpha_of(_in_one_order(row[s][form]), cfg, plan.seed)
+                    alphas[b, s, r] = alpha_of(row[s][form], cfg, plan.seed)
                 for sg, subs in plan.subtype_members(g):
                     if len(subs) > 1:
                         claims[b, g, r, sg] = [
