@@ -63,7 +63,7 @@ from pulsnar_dask import make_pu_data
 from pulsnar_dask.core.calibration import expected_calibration_error
 from pulsnar_dask.core.metrics import METRIC_NAMES
 from pulsnar_dask.core.stats import mean_ci
-from pulsnar_dask.core.subproblem import calibrated_on_rows
+from pulsnar_dask.core.subproblem import outputs_on_rows
 from pulsnar_dask.dask_executor.connect import connect
 from pulsnar_dask.dask_executor.engine import EXPRESSIONS, run_job
 from pulsnar_dask.datasets.synthetic import pu_frame
@@ -180,9 +180,9 @@ def run_one(
     if bench.calibrate:
         truth = (result.true_labels > 0).astype(float)
         unlabeled = result.labels == 0
-        calibrated_u = calibrated_on_rows(
+        calibrated_u = outputs_on_rows(
             result.row_ids, result.subproblems, config.with_(calibration_data="U"), seed
-        )
+        ).calibrated()
         for tag, rows, calibrated in (
             ("pu", np.isfinite(result.probability), result.calibrated),
             ("u", unlabeled, calibrated_u),

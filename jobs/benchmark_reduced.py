@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +37,10 @@ from pulsnar_dask import PULSCAR, PULSNAR
 from pulsnar_dask.core.alpha import RATIO_READERS
 from pulsnar_dask.core.claims import combined_alpha, subtype_groups
 from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.grid import cell_of
 from pulsnar_dask.core.interval import INTERVAL_READERS
 from pulsnar_dask.core.score_counts import ScoreVectors
-from pulsnar_dask.core.subproblem import alpha_value, group_subproblems, unlabeled_cells
+from pulsnar_dask.core.subproblem import alpha_value, group_subproblems
 
 TOLERANCE = 0.002
 
@@ -102,10 +104,13 @@ def readings(family: str, fractions: list[float], seed: int) -> list[dict]:
             interval_resamples=0, **settings,
         )  # fmt: skip
         est.fit(data.X, labels)
-        subs = est.subproblems_
+        # the rows held here, each subproblem's one piece
+        subs = [
+            replace(s, pieces=((s.probabilities, s.labels, s.row_ids),)) for s in est.subproblems_
+        ]
         config = PUConfig()
         groups = group_subproblems(subs, config.claim_overlap)
-        cells = unlabeled_cells(subs)
+        cells = [cell_of(s.probabilities[s.labels == 0]) for s in subs]
         unlabeled = [s.probabilities[s.labels == 0] for s in subs]
         # the oracle's groups, from the exact reading of the run's own reader
         exact_own = [

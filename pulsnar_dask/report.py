@@ -19,6 +19,7 @@ import numpy as np
 
 from pulsnar_dask.core.calibration import expected_calibration_error, reliability_curve
 from pulsnar_dask.core.interval import Z_95
+from pulsnar_dask.core.score_counts import ScoreCounts
 from pulsnar_dask.pipeline.result import (
     OVERLAP_AUC,
     WEAK_PU_AUC,
@@ -81,7 +82,7 @@ def objective_plot(result: JobResult) -> bytes:
     fig, axes = _panels(len(result.estimates), "How alpha was read off")
     for ax, est, sub in zip(axes, result.estimates, result.subproblems, strict=False):
         if est.estimator == "valley":
-            thresholds, ratios = _tail_curve(sub.probabilities, sub.labels)
+            thresholds, ratios = _tail_curve(sub.counts)
             ax.plot(thresholds, ratios, color="tab:purple", lw=0.8)
             cut = float(est.tail_thresholds[0])
             ax.axvline(max(cut, 1e-6), color="grey", ls=":", label=f"valley cut {cut:.3g}")
@@ -90,7 +91,7 @@ def objective_plot(result: JobResult) -> bytes:
             top = 3 * est.alpha + 0.05
             ax.set_ylim(0, top if top < 1 else 1.05 * max(1.0, float(ratios.max(initial=1.0))))
             ax.set_xlabel("threshold t (probability)")
-            ax.set_ylabel(r"$P_U(p > t) / P_P(p > t)$")
+            ax.set_ylabel(r"$P_U(p \geq t) / P_P(p \geq t)$")
         elif est.estimator == "tail":
             ax.plot(est.tail_thresholds, est.tail_ratios, marker="o", color="tab:purple", lw=0.8)
             ax.axhline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
@@ -106,16 +107,12 @@ def objective_plot(result: JobResult) -> bytes:
     return _png(fig)
 
 
-def _tail_curve(
-    probabilities: np.ndarray, labels: np.ndarray, n: int = 200
-) -> tuple[np.ndarray, np.ndarray]:
-    """``P_U(p > t) / P_P(p > t)`` at ``n`` quantiles of all the probabilities (floored at
-    1e-6 for a log axis), where some labeled positive lies above ``t``."""
-    p = np.asarray(probabilities, dtype=float)
-    positive, unlabeled = np.sort(p[labels == 1]), np.sort(p[labels == 0])
-    t = np.unique(np.maximum(np.quantile(p, np.linspace(0.0, 0.999, n)), 1e-6))
-    above_p = 1.0 - np.searchsorted(positive, t, side="right") / positive.size
-    above_u = 1.0 - np.searchsorted(unlabeled, t, side="right") / unlabeled.size
+def _tail_curve(counts: ScoreCounts, n: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """``P_U(p >= t) / P_P(p >= t)`` at ``n`` quantiles of all the probabilities (floored
+    at 1e-6 for a log axis), read on the counts' grid, where some labeled positive lies at
+    or above ``t``."""
+    t = np.unique(np.maximum(counts.quantiles(None, np.linspace(0.0, 0.999, n)), 1e-6))
+    above_p, above_u = counts.share_at_least(1, t), counts.share_at_least(0, t)
     keep = above_p > 0
     return t[keep], above_u[keep] / above_p[keep]
 

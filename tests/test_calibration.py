@@ -12,7 +12,9 @@ from pulsnar_dask.core.calibration import (
     flips_per_bin,
     isotonic_thresholds,
 )
-from pulsnar_dask.core.subproblem import SubproblemResult, combine_on_rows, relabel_claimed
+from pulsnar_dask.core.combine import RowOutputs
+from pulsnar_dask.core.config import PUConfig
+from pulsnar_dask.core.subproblem import estimate_subproblem, outputs_on_rows
 
 
 def test_flips_per_bin_sums_exactly_and_follows_the_histogram():
@@ -78,37 +80,51 @@ def test_calibrate_rejects_unknown_options():
         calibrate(p, y, 0.1, data="P")
 
 
+def _combined(row_ids, parts):
+    """RowOutputs' combined probability of (ids, probabilities) parts (their labels all
+    unlabeled but one positive, which the calibration needs)."""
+    out = RowOutputs(row_ids, None, PUConfig(), 0)
+    for ids, p in parts:
+        out.add(ids, (np.arange(ids.size) == 0).astype(np.int8), p, 0.1)
+    return out.probability
+
+
 def test_combination_formula():
     p = np.array([[0.5, 0.2, 0.0], [0.5, 0.0, 1.0]])
     ids = np.arange(3)
-    np.testing.assert_allclose(combine_on_rows(ids, [(ids, p[0]), (ids, p[1])]), [0.75, 0.2, 1.0])
+    np.testing.assert_allclose(_combined(ids, [(ids, p[0]), (ids, p[1])]), [0.75, 0.2, 1.0])
 
 
-def test_combine_on_rows_aligns_by_id_and_marks_unseen_rows():
+def test_combined_probability_aligns_by_id_and_marks_unseen_rows():
     ids = np.array([10, 11, 12, 13])
     parts = [(np.array([13, 10]), np.array([0.5, 0.2])), (np.array([10, 12]), np.array([0.5, 0.4]))]
-    out = combine_on_rows(ids, parts)
+    out = _combined(ids, parts)
     np.testing.assert_allclose(out[[0, 2, 3]], [1 - 0.8 * 0.5, 0.4, 0.5])
     assert np.isnan(out[1])
 
 
-def test_relabel_claimed_flips_each_subproblems_share_by_its_own_ranking():
+def test_recovered_labels_flip_each_subproblems_share_by_its_own_ranking():
     # rows (ascending ids): 0 and 5 labeled positives, 1-4 unlabeled
     y = np.array([1, 0, 0, 0, 0, 1])
     ids = np.arange(6)
-    one = SubproblemResult(ids, y, np.array([0.9, 0.1, 0.8, 0.3, 0.7, 0.95]), None)
-    np.testing.assert_array_equal(relabel_claimed(y, ids, [one], [0.5], 0), [1, 0, 1, 0, 1, 1])
+    config = PUConfig()
+
+    def recovered(subs, alphas):
+        return outputs_on_rows(ids, subs, config, 0, y, alphas).recovered_labels()
+
+    one = estimate_subproblem(ids, y, np.array([0.9, 0.1, 0.8, 0.3, 0.7, 0.95]), config, 0)
+    np.testing.assert_array_equal(recovered([one], [0.5]), [1, 0, 1, 0, 1, 1])
     # two clusters, each with its own positive: the first claims half of U by its
     # ranking (rows 2, 4), the second a quarter by its own (row 1)
-    first = SubproblemResult(ids[:5], y[:5], np.array([0.9, 0.1, 0.8, 0.3, 0.7]), None)
+    first = estimate_subproblem(ids[:5], y[:5], np.array([0.9, 0.1, 0.8, 0.3, 0.7]), config, 0)
     keep = np.array([1, 2, 3, 4, 5])
-    second = SubproblemResult(ids[keep], y[keep], np.array([0.9, 0.2, 0.1, 0.05, 0.9]), None)
-    got = relabel_claimed(y, ids, [first, second], [0.5, 0.25], 0)
-    np.testing.assert_array_equal(got, [1, 1, 1, 0, 1, 1])
+    second_p = np.array([0.9, 0.2, 0.1, 0.05, 0.9])
+    second = estimate_subproblem(ids[keep], y[keep], second_p, config, 0)
+    np.testing.assert_array_equal(recovered([first, second], [0.5, 0.25]), [1, 1, 1, 0, 1, 1])
     # overlapping claims count once: both claim row 2
-    second = SubproblemResult(ids[keep], y[keep], np.array([0.1, 0.9, 0.2, 0.05, 0.9]), None)
-    got = relabel_claimed(y, ids, [first, second], [0.5, 0.25], 0)
-    np.testing.assert_array_equal(got, [1, 0, 1, 0, 1, 1])
+    second_p = np.array([0.1, 0.9, 0.2, 0.05, 0.9])
+    second = estimate_subproblem(ids[keep], y[keep], second_p, config, 0)
+    np.testing.assert_array_equal(recovered([first, second], [0.5, 0.25]), [1, 0, 1, 0, 1, 1])
     assert y.tolist() == [1, 0, 0, 0, 0, 1]  # the input is left as it was
 
 
@@ -132,16 +148,12 @@ def test_reliability_curve_known_bins():
 
 
 def _subproblem(ids, labels, proba, alpha):
-    from pulsnar_dask.core.alpha import estimate_alpha
-    from pulsnar_dask.core.subproblem import SubproblemResult
-
-    est = estimate_alpha(proba, labels)
-    return SubproblemResult(ids, labels, proba, replace(est, alpha=alpha))
+    sub = estimate_subproblem(ids, labels, proba, PUConfig(), 0)
+    return replace(sub, estimate=replace(sub.estimate, alpha=alpha))
 
 
-def test_calibrated_on_rows_one_subproblem_is_algorithm_3():
-    from pulsnar_dask.core.config import PUConfig
-    from pulsnar_dask.core.subproblem import calibrate_subproblem, calibrated_on_rows
+def test_calibrated_outputs_one_subproblem_is_algorithm_3():
+    from pulsnar_dask.core.subproblem import calibrate_subproblem
 
     rng = np.random.default_rng(0)
     labels = (rng.random(3000) < 0.3).astype(np.int8)
@@ -151,17 +163,15 @@ def test_calibrated_on_rows_one_subproblem_is_algorithm_3():
     for data in ("PU", "U"):
         config = PUConfig(calibration_data=data)
         np.testing.assert_allclose(
-            calibrated_on_rows(ids[::-1], [sub], config, 3),
+            outputs_on_rows(ids[::-1], [sub], config, 3).calibrated(),
             calibrate_subproblem(sub, config, 3)[::-1],
         )
 
 
-def test_calibrated_on_rows_pu_fits_the_union_of_cluster_flips():
+def test_calibrated_outputs_pu_fits_the_union_of_cluster_flips():
     """Two clusters share the unlabeled rows: the P+U fit keeps the mean of the union of
     the new labels (isotonic regression preserves it); rows in no subproblem stay NaN."""
     from pulsnar_dask.core.calibration import relabeled
-    from pulsnar_dask.core.config import PUConfig
-    from pulsnar_dask.core.subproblem import calibrated_on_rows
 
     rng = np.random.default_rng(1)
     unl = np.arange(100, 2100)
@@ -172,7 +182,7 @@ def test_calibrated_on_rows_pu_fits_the_union_of_cluster_flips():
         proba = np.clip(rng.beta(2, 6, ids.size) + 0.5 * labels, 0, 1)
         subs.append(_subproblem(ids, labels, proba, 0.1 + 0.05 * c))
     all_ids = np.arange(2101)  # 2100 is in no subproblem
-    out = calibrated_on_rows(all_ids, subs, PUConfig(), seed=0)
+    out = outputs_on_rows(all_ids, subs, PUConfig(), seed=0).calibrated()
     assert np.isnan(out[2100]) and np.isfinite(out[:2100]).all()
     union = np.zeros(2100)
     for s in subs:

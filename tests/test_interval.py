@@ -5,7 +5,8 @@ import pytest
 
 from pulsnar_dask.core.bootstrap import poisson_weights
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.interval import INTERVAL_READERS, Z_95, alpha_interval, summed
+from pulsnar_dask.core.interval import INTERVAL_READERS, Z_95, alpha_interval
+from pulsnar_dask.core.map_reduce import in_memory
 from pulsnar_dask.core.subproblem import alpha_value, estimate_subproblem, read_alpha
 
 
@@ -28,20 +29,17 @@ def subproblem(p_pos, p_unl, config, first_id=0):
     return estimate_subproblem(ids, labels, proba, config, 0)
 
 
-def in_parts(per_piece, finish, subproblems, calls, n_parts=3):
-    """A map_reduce over partitions: the rows cut by id, as a cluster's partitions hold
-    them (every subproblem's unlabeled rows in the same order in each)."""
-    pieces = [
-        [(s.probabilities[cut(s)], s.labels[cut(s)], s.row_ids[cut(s)]) for s in subproblems]
-        for cut in (lambda s, k=k: s.row_ids % n_parts == k for k in range(n_parts))
+def in_parts(per_piece, finish, pieces, calls, n_parts=3):
+    """A map_reduce over partitions: each scoring's rows cut by id, as a cluster's
+    partitions hold them (every scoring's unlabeled rows in the same order in each)."""
+    cut = [
+        tuple(
+            (p[ids % n_parts == k], y[ids % n_parts == k], ids[ids % n_parts == k])
+            for k in range(n_parts)
+        )
+        for ((p, y, ids),) in pieces
     ]
-    out = []
-    for args in calls:
-        total = per_piece(pieces[0], *args)
-        for piece in pieces[1:]:
-            total = summed(total, per_piece(piece, *args))
-        out.append(finish(total))
-    return out
+    return in_memory(per_piece, finish, cut, calls)
 
 
 def test_interval_is_the_span_of_each_reading_plus_minus_its_bootstrap_spread():

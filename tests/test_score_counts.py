@@ -144,3 +144,22 @@ def test_shares_between_edges_count_from_the_cell_and_constant_scores_bin_alike(
     for method in ("scott", "fd"):  # no spread: the widest grid, whatever the rounding
         assert ScoreCounts.from_scores(flat, labels).bin_count(method) == 512
         assert ScoreVectors(flat, labels).bin_count(method) == 512
+
+
+def test_auc_on_the_grid_is_the_exact_auc_where_rows_fall_in_cells_of_their_own():
+    from pulsnar_dask.core.grid import EDGES, N_CELLS, cell_of
+    from pulsnar_dask.core.metrics import roc_auc
+
+    rng = np.random.default_rng(4)
+    cells = np.sort(rng.choice(N_CELLS, 900, replace=False))
+    p = EDGES[cells] + 1e-12  # one row a cell
+    y = (rng.random(900) < 0.2 + 0.6 * (cells > N_CELLS / 2)).astype(np.int8)
+    assert np.array_equal(cell_of(p), cells)
+    counts = ScoreCounts.from_scores(p, y)
+    assert counts.auc() == pytest.approx(roc_auc(y == 1, p), abs=1e-12)
+    # on scores that share cells, within the cells' width
+    q = rng.beta(2, 3, 20_000)
+    z = (rng.random(20_000) < 0.4).astype(np.int8)
+    q[z == 1] = rng.beta(3, 2, int(z.sum()))
+    assert ScoreCounts.from_scores(q, z).auc() == pytest.approx(roc_auc(z == 1, q), abs=1e-3)
+    assert np.isnan(ScoreCounts.from_scores(q[z == 0], z[z == 0]).auc())

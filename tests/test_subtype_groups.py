@@ -193,3 +193,34 @@ def test_claims_ending_in_one_tied_cell_take_the_same_rows():
     small, large = claims_of(cells, [0.1, 0.3])
     assert overlap_weights(cells, [small, large])[0, 1] == pytest.approx(100)
     assert union_weight(cells, [small, large]) == pytest.approx(300)
+
+
+def test_subproblems_alpha_summed_over_partitions_is_the_whole_rows():
+    """Groups and united claims counted partition by partition (a cluster's pieces, cut by
+    id) read what the rows held in one piece read, with a subtype cut in two."""
+    from pulsnar_dask.core.map_reduce import in_memory
+    from pulsnar_dask.core.subproblem import estimate_subproblem, subproblems_alpha
+
+    rng = np.random.default_rng(5)
+    n_u, config = 3000, PUConfig()
+    p_unl = rng.beta(2, 5, n_u)
+    subs = []
+    for c, shift in enumerate((0.0, 0.0, 0.3)):  # the first two: one subtype, its scores tied
+        p_pos = np.clip(rng.beta(5, 2, 200) - shift, 0, 1)
+        ids = np.r_[np.arange(n_u), 10**6 + 1000 * c + np.arange(200)]
+        labels = np.r_[np.zeros(n_u, np.int8), np.ones(200, np.int8)]
+        subs.append(estimate_subproblem(ids, labels, np.r_[p_unl, p_pos], config, 0))
+
+    def in_parts(per_piece, finish, pieces, calls):
+        cut = [
+            tuple((p[ids % 3 == k], y[ids % 3 == k], ids[ids % 3 == k]) for k in range(3))
+            for ((p, y, ids),) in pieces
+        ]
+        return in_memory(per_piece, finish, cut, calls)
+
+    whole, groups = subproblems_alpha(subs, config.claim_overlap)
+    parted, parted_groups = subproblems_alpha(subs, config.claim_overlap, in_parts)
+    assert groups.tolist() == parted_groups.tolist() and groups[0] == groups[1]
+    assert parted == pytest.approx(whole, abs=1e-12)
+    # the two tied clusters count once: less than the three alphas summed
+    assert whole < sum(s.alpha for s in subs) - 0.5 * min(s.alpha for s in subs[:2])

@@ -282,7 +282,7 @@ def valley_cut(probabilities: np.ndarray, labels: np.ndarray) -> ValleyCut:
         below the median), the cut is the labeled positives' median probability and the
         depth 1.
     """
-    p, y = _check_inputs(probabilities, labels)
+    p, y = check_scores(probabilities, labels)
     x_u, x_p = _logits(p[y == 0]), _logits(p[y == 1])
     median = float(np.median(x_p))
     low, high = float(np.quantile(x_u, 0.001)), float(np.quantile(x_p, 0.999))
@@ -333,7 +333,7 @@ def best_bin_ratios(
     """
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta}")
-    p, y = _check_inputs(probabilities, labels)
+    p, y = check_scores(probabilities, labels)
     pos, unl = np.sort(p[y == 1]), np.sort(p[y == 0])
     thresholds = np.unique(p)
     q_p = 1.0 - np.searchsorted(pos, thresholds, side="left") / pos.size
@@ -370,7 +370,7 @@ def best_bin_alpha(
     float
         The estimated alpha, in [0, 1).
     """
-    p, y = _check_inputs(probabilities, labels)
+    p, y = check_scores(probabilities, labels)
     rng = np.random.default_rng(random_state)
     estimates = []
     for _ in range(splits):
@@ -442,7 +442,15 @@ RATIO_READERS: dict[str, Callable[[Scores, float, int | None], RatioReading]] = 
 ROW_READERS = ("bbe", "valley")
 
 
-def _check_inputs(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def check_scores(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities as float64 and labels as int8, checked.
+
+    Raises
+    ------
+    ValueError
+        For lengths that differ, a probability outside [0, 1] or not finite, a label not
+        0/1, or a label without rows.
+    """
     p = np.asarray(probabilities, dtype=float).ravel()
     y = np.asarray(labels).ravel()
     if p.shape != y.shape:
@@ -520,7 +528,7 @@ def estimate_alpha(
         ``.alpha`` is the estimate; the rest is kept for plots and diagnostics.
     """
     _check_choices(estimator, bin_method, region)
-    p, y = _check_inputs(probabilities, labels)
+    p, y = check_scores(probabilities, labels)
     vectors = ScoreVectors(p, y)
     scores = vectors if exact else ScoreCounts.from_scores(p, y)
     return read_scores(

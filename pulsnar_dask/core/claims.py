@@ -19,7 +19,7 @@ clusters cut from one subtype, whose scores tie, claim the same rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -181,18 +181,29 @@ def union_weight(
     return float(claimed.sum() if weights is None else claimed @ np.asarray(weights, float))
 
 
+def group_sum(
+    alphas: Sequence[float], groups: np.ndarray, united: Callable[[list[int]], float]
+) -> float:
+    """One alpha from the subproblems': a group of one adds its alpha (the paper's
+    PULSNAR sum), a group of several ``united(members)``, the share of the unlabeled rows
+    that any of its members claims."""
+    total = 0.0
+    for g in np.unique(groups):
+        members = np.flatnonzero(groups == g).tolist()
+        total += float(alphas[members[0]]) if len(members) == 1 else united(members)
+    return total
+
+
 def combined_alpha(
     cells: Sequence[np.ndarray],
     alphas: Sequence[float],
     groups: np.ndarray,
     weights: np.ndarray | None = None,
 ) -> float:
-    """One alpha from the subproblems': summed over groups, united within a group.
-
-    A group of one adds its alpha (the paper's PULSNAR sum); a group of several adds the
-    share of the unlabeled rows' weight that any of its members claims
-    (:func:`union_weight`), so the hidden positives of a subtype cut into several clusters
-    count once.
+    """One alpha from the subproblems': summed over groups, united within a group
+    (:func:`group_sum`), a group's union the share of the unlabeled rows' weight that any
+    of its members claims (:func:`union_weight`), so the hidden positives of a subtype
+    cut into several clusters count once.
 
     Parameters
     ----------
@@ -209,18 +220,14 @@ def combined_alpha(
     float
         Fraction of the unlabeled rows (of their weight).
     """
-    alphas = [float(a) for a in alphas]
     total_weight = float(np.asarray(cells[0]).size if weights is None else np.sum(weights))
-    total = 0.0
-    for g in np.unique(groups):
-        members = np.flatnonzero(groups == g)
-        if members.size == 1:
-            total += alphas[members[0]]
-            continue
+
+    def united(members: list[int]) -> float:
         member_cells = [cells[c] for c in members]
         claims = claims_of(member_cells, [alphas[c] for c in members], weights)
-        total += union_weight(member_cells, claims, weights) / total_weight
-    return total
+        return union_weight(member_cells, claims, weights) / total_weight
+
+    return group_sum(alphas, groups, united)
 
 
 def claimed_flags(cells: np.ndarray, claim: Claim, row_ids: np.ndarray, seed: int) -> np.ndarray:

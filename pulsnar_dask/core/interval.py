@@ -28,7 +28,6 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import numpy as np
 
@@ -36,6 +35,7 @@ from pulsnar_dask.core.bootstrap import resample_keys, weights_of_keys
 from pulsnar_dask.core.claims import Claim, claim_of, union_weight
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.grid import cell_of
+from pulsnar_dask.core.map_reduce import MapReduce, Piece, identity, in_memory
 from pulsnar_dask.core.score_counts import RowsToCount, Scores, ScoreVectors
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import (
@@ -68,14 +68,6 @@ class AlphaInterval:
     readings: dict[str, tuple[float, float]]
 
 
-# one partition's rows of each subproblem: (probabilities, labels, row ids)
-Piece = Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]
-# map_reduce(per_piece, finish, subproblems, calls) -> [finish(sum over the partitions of
-# per_piece(piece, *args)) for args in calls]: an executor's, or in_memory's
-MapReduce = Callable[
-    [Callable[..., Any], Callable[[Any], Any], Sequence[SubproblemResult], Sequence[tuple]],
-    list[Any],
-]
 # resamples counted in one pass over a partition's rows: at most 25, and at most
 # _BATCH_COUNTS statistics (about 215 KB each) in one partition's result; one where a
 # reader reads the rows themselves
@@ -83,35 +75,22 @@ _BATCH = 25
 _BATCH_COUNTS = 75
 
 
-def in_memory(
-    per_piece: Callable[..., Any],
-    finish: Callable[[Any], Any],
-    subproblems: Sequence[SubproblemResult],
-    calls: Sequence[tuple],
-) -> list[Any]:
-    """:data:`MapReduce` on the subproblems' vectors, one piece holding every row."""
-    piece = [(s.probabilities, s.labels, s.row_ids) for s in subproblems]
-    return [finish(per_piece(piece, *args)) for args in calls]
-
-
-def summed(a: Any, b: Any) -> Any:
-    """The sum of two per-piece results: lists and tuples element by element, dicts key by
-    key, anything else (arrays, numbers, :class:`~pulsnar_dask.core.score_counts.Scores`)
-    by ``+``."""
-    if isinstance(a, list | tuple):
-        return type(a)(summed(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return {k: summed(a[k], b[k]) for k in a}
-    return a + b
-
-
 def _label_weights(
     piece: Piece, seed: int
 ) -> Callable[[int | None], list[tuple[np.ndarray, np.ndarray] | None]]:
     """Each subproblem's weights in a resample, its unlabeled rows' and its positives'
     apart, in the rows' order (None: the rows as collected); the unlabeled rows' are drawn
-    once, as every subproblem holds them, in the same order."""
-    unlabeled_keys = resample_keys(piece[0][2][piece[0][1] == 0], seed)
+    once, as every subproblem holds them, in the same order.
+
+    Raises
+    ------
+    ValueError
+        Where the subproblems' unlabeled rows differ.
+    """
+    unlabeled = piece[0][2][piece[0][1] == 0]
+    if not all(np.array_equal(ids[y == 0], unlabeled) for _, y, ids in piece[1:]):
+        raise ValueError("every subproblem must hold the same unlabeled rows")
+    unlabeled_keys = resample_keys(unlabeled, seed)
     positive_keys = [resample_keys(ids[y == 1], seed) for _, y, ids in piece]
 
     def weights(b: int | None) -> list[tuple[np.ndarray, np.ndarray] | None]:
@@ -288,18 +267,19 @@ def _batch_readings(
     if any(map(reads_rows, plan.forms)):
         size = 1  # a reading of the rows holds all of them: one resample at a time
     batches = [list(resamples[i : i + size]) for i in range(0, len(resamples), size)]
+    pieces = [s.pieces for s in subproblems]
     read = map_reduce(
         piece_scores,
         partial(read_batch, plan=plan),
-        subproblems,
+        pieces,
         [(batch, plan.forms, plan.seed) for batch in batches],
     )
     unions = [{}] * len(batches)
     if any(r.claims for r in read):
         unions = map_reduce(
             piece_unions,
-            _identity,
-            subproblems,
+            identity,
+            pieces,
             [(batch, r.claims, plan) for batch, r in zip(batches, read, strict=True)],
         )
     out = []
@@ -318,10 +298,6 @@ def _batch_readings(
                     )
             out.append(values)
     return np.asarray(out)
-
-
-def _identity(value: Any) -> Any:
-    return value
 
 
 def _spread(resampled: np.ndarray) -> np.ndarray:
@@ -361,8 +337,9 @@ def alpha_interval(
         Alpha of each iteration when there were several (the groups are the first
         iteration's): the 95% t-interval of their mean joins the span.
     map_reduce : callable or None
-        :data:`MapReduce`: each partition's rows counted where they are (an executor's
-        ``map_reduce``); ``None``: :func:`in_memory`, on the subproblems' vectors. A
+        :data:`~pulsnar_dask.core.map_reduce.MapReduce`: each partition's rows counted
+        where they are (an executor's ``map_reduce``); ``None``:
+        :func:`~pulsnar_dask.core.map_reduce.in_memory`, on pieces held here. A
         resample's weights come from the row ids, the seed and its number, and counts
         add up, so the result is the same either way.
 
@@ -374,24 +351,22 @@ def alpha_interval(
     if n_resamples < 2:
         raise ValueError(f"interval_resamples must be at least 2, got {n_resamples}")
     names, subs = list(groups), list(groups.values())
-    first = subs[0][0]
-    unlabeled_ids = first.row_ids[first.labels == 0]
-    for s in (s for group in subs for s in group):
-        if not np.array_equal(s.row_ids[s.labels == 0], unlabeled_ids):
-            raise ValueError("every subproblem must hold the same unlabeled rows")
+    map_reduce = map_reduce or in_memory
+    if len({s.counts.count(0) for group in subs for s in group}) > 1:  # else found counting
+        raise ValueError("every subproblem must hold the same unlabeled rows")
     readers = tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
     configs = [config.with_(alpha_estimator=r) for r in readers]
     plan = _Plan(
         [len(group) for group in subs],
         # which clusters count as one subtype is read once, from the collected probabilities
-        [group_subproblems(group, config.claim_overlap) for group in subs],
+        [group_subproblems(group, config.claim_overlap, map_reduce) for group in subs],
         readers,
         list({reads_rows(c): c for c in configs}.values()),
         config,
         seed,
     )
     flat = [s for group in subs for s in group]
-    read = _batch_readings(flat, [None, *range(n_resamples)], plan, map_reduce or in_memory)
+    read = _batch_readings(flat, [None, *range(n_resamples)], plan, map_reduce)
     point, resampled = read[0], read[1:]
     sd = _spread(resampled)
     low, high = np.min(point - Z_95 * sd), np.max(point + Z_95 * sd)

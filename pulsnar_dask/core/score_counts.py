@@ -249,6 +249,22 @@ class ScoreCounts:
     def quantiles(self, label: int | None, levels: np.ndarray) -> np.ndarray:
         return _cell_quantiles(self._rows(self.cells, label), levels)
 
+    def auc(self) -> float:
+        """ROC AUC of the labeled positives against the unlabeled rows (Mann-Whitney),
+        rows in one grid cell counted as tied.
+
+        Returns
+        -------
+        float
+            In [0, 1]; NaN where a label has no weight.
+        """
+        unlabeled, positive = self.cells
+        n_u, n_p = unlabeled.sum(), positive.sum()
+        if n_u <= 0 or n_p <= 0:
+            return float("nan")
+        below = np.cumsum(unlabeled) - unlabeled  # unlabeled weight in the cells below
+        return float(positive @ (below + 0.5 * unlabeled) / (n_u * n_p))
+
     def share_at_least(self, label: int, thresholds: np.ndarray) -> np.ndarray:
         cells = self._rows(self.cells, label)
         above = np.r_[np.cumsum(cells[::-1])[::-1], 0.0]  # weight from each cell up

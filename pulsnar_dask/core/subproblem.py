@@ -5,8 +5,10 @@ labels."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -14,27 +16,25 @@ from pulsnar_dask.core.alpha import (
     RATIO_READERS,
     ROW_READERS,
     AlphaEstimate,
+    check_scores,
     estimate_alpha,
     read_scores,
 )
-from pulsnar_dask.core.calibration import (
-    CalibrationMap,
-    calibrate,
-    fit_calibration_map,
-    relabeled,
-)
+from pulsnar_dask.core.calibration import calibrate
 from pulsnar_dask.core.claims import (
+    Claim,
+    claim_of,
     claim_overlaps,
-    claimed_flags,
-    claims_of,
-    combined_alpha,
+    group_sum,
     overlap_weights,
     subtype_groups,
+    union_weight,
 )
+from pulsnar_dask.core.combine import RowOutputs
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import NO_COPIES, CopyGroups, assign_folds, training_subsample
 from pulsnar_dask.core.grid import cell_of
-from pulsnar_dask.core.metrics import roc_auc
+from pulsnar_dask.core.map_reduce import MapReduce, Piece, Tally, identity, in_memory, tally_of
 from pulsnar_dask.core.score_counts import ScoreCounts, Scores, ScoreVectors
 from pulsnar_dask.core.scoring import (
     booster_params,
@@ -50,29 +50,34 @@ class SubproblemResult:
 
     Attributes
     ----------
-    row_ids : ndarray of shape (n,)
-        Row ids, in canonical (ascending) order.
-    labels : ndarray of int8 of shape (n,)
-    probabilities : ndarray of shape (n,)
-        Out-of-fold probabilities, aligned with ``row_ids``.
+    counts : ScoreCounts
+        Statistics of its rows' probabilities, each label apart: what alpha, the AUC and
+        the claims are read from.
+    positive_probabilities : ndarray
+        Its labeled positives' probabilities, by ascending id.
     estimate : AlphaEstimate
     features : tuple of str
         The columns the fold models were trained on (empty where not recorded).
     models : tuple of bytes
         The fold models as XGBoost JSON (empty where not recorded).
     pieces : tuple
-        Where an executor holds the same rows partition by partition, for the steps it
-        runs there (the Dask executor: each partition's future of (probabilities,
-        labels, ids)); empty in process.
+        Its rows where the executor holds them, partition by partition
+        (:mod:`pulsnar_dask.core.map_reduce`): in process one piece of arrays, on a
+        cluster each partition's future; empty once released.
+    row_ids, labels, probabilities : ndarray or None
+        The rows themselves, by ascending id, where they are held in this process (the
+        in-process executor, the estimators); None where they stay on a cluster.
     """
 
-    row_ids: np.ndarray
-    labels: np.ndarray
-    probabilities: np.ndarray
+    counts: ScoreCounts
+    positive_probabilities: np.ndarray
     estimate: AlphaEstimate
     features: tuple[str, ...] = ()
     models: tuple[bytes, ...] = ()
     pieces: tuple = ()
+    row_ids: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    probabilities: np.ndarray | None = None
 
     @property
     def alpha(self) -> float:
@@ -81,14 +86,14 @@ class SubproblemResult:
     @property
     def n_positive(self) -> int:
         """Labeled positives in the subproblem (the cluster's size for PULSNAR)."""
-        return int(np.sum(self.labels == 1))
+        return int(self.positive_probabilities.size)
 
     @cached_property
     def pu_auc(self) -> float:
-        """ROC AUC of the probabilities for labeled positives against unlabeled rows: how
-        well the classifier separates them (0.5: not at all); computed once, as the
-        checks, the summary and the report each read it."""
-        return roc_auc(self.labels == 1, self.probabilities)
+        """ROC AUC of the probabilities for labeled positives against unlabeled rows, read
+        on the counts' grid (:meth:`~pulsnar_dask.core.score_counts.ScoreCounts.auc`): how
+        well the classifier separates them (0.5: not at all)."""
+        return self.counts.auc()
 
 
 def check_subproblem(labels: np.ndarray, config: PUConfig) -> None:
@@ -170,11 +175,60 @@ def alpha_value(
     return alpha_of(scores_for(proba, labels, config, weights), config, seed)
 
 
+def subproblem_of(
+    tally: Tally,
+    config: PUConfig,
+    seed: int,
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    **kept: Any,
+) -> SubproblemResult:
+    """Read alpha from a scoring's :class:`~pulsnar_dask.core.map_reduce.Tally`.
+
+    Parameters
+    ----------
+    tally : Tally
+    config : PUConfig
+    seed : int
+    rows : (row_ids, labels, probabilities) or None
+        The rows themselves, by ascending id: needed where the reader reads rows
+        (:func:`reads_rows`), and kept on the result where given.
+    **kept
+        The result's ``features``, ``models`` and ``pieces``.
+
+    Raises
+    ------
+    ValueError
+        Where the reader reads rows and none are given.
+    """
+    vectors = None
+    if rows is not None:
+        vectors = ScoreVectors(rows[2], rows[1])
+    elif reads_rows(config):
+        raise ValueError(f"the {config.alpha_estimator!r} reading needs the rows themselves")
+    scores = vectors if config.exact_density else tally.counts
+    estimate = read_scores(scores, **_reading(config, seed), rows=vectors)
+    ids, labels, proba = rows if rows is not None else (None, None, None)
+    return SubproblemResult(
+        tally.counts, tally.positive_probabilities, estimate, **kept,
+        row_ids=ids, labels=labels, probabilities=proba,
+    )  # fmt: skip
+
+
 def estimate_subproblem(
     row_ids: np.ndarray, labels: np.ndarray, proba: np.ndarray, config: PUConfig, seed: int
 ) -> SubproblemResult:
-    """Estimate alpha from a subproblem's out-of-fold probabilities."""
-    return SubproblemResult(row_ids, labels, proba, read_alpha(proba, labels, config, seed))
+    """Estimate alpha from a subproblem's out-of-fold probabilities, its rows held here.
+
+    Raises
+    ------
+    ValueError
+        For probabilities outside [0, 1], labels not 0/1, or a label without rows.
+    """
+    proba, labels = check_scores(proba, labels)
+    rows = (np.asarray(row_ids), labels, proba)
+    return subproblem_of(
+        tally_of(proba, labels, row_ids), config, seed, rows, pieces=((proba, labels, rows[0]),)
+    )
 
 
 def canonical_subproblem(
@@ -272,174 +326,92 @@ def calibrate_subproblem(result: SubproblemResult, config: PUConfig, seed: int) 
     )
 
 
-def calibration_maps(
-    row_ids: np.ndarray, subproblems: list[SubproblemResult], config: PUConfig, seed: int
-) -> tuple[CalibrationMap | None, list[CalibrationMap] | None]:
-    """The calibration of one or more subproblems (Algorithm 3), as maps.
-
-    ``U`` data: one map per subproblem, fitted on its unlabeled rows with its alpha; the
-    calibrated probabilities are then combined as ``1 - prod_c (1 - p_c)`` (the paper).
-    ``PU`` data: each subproblem flips its unlabeled rows with its alpha, and one map
-    regresses the union of the new labels on the combined probabilities over all rows.
-    For a single subproblem the two readings coincide; for PULSNAR's clusters the
-    per-cluster P+U fits rate labeled positives against their own cluster's small share
-    of the rows, and the single fit halves the expected calibration error on the paper's
-    SNAR data (docs/decisions/).
-
-    Returns
-    -------
-    (combined, per_subproblem)
-        ``PU``: ``(map, None)``, the map applies to the combined probability; ``U``:
-        ``(None, maps)``, one per subproblem.
-    """
-    method = config.calibration_method
-    if config.calibration_data == "U":
-        return None, [
-            fit_calibration_map(
-                r.probabilities,
-                relabeled(r.probabilities, r.labels, r.alpha, random_state=seed),
-                r.labels == 0,
-                method,
-            )
-            for r in subproblems
-        ]
-    raw = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in subproblems])
-    new_labels = combine_on_rows(
-        row_ids,
-        [
-            (r.row_ids, relabeled(r.probabilities, r.labels, r.alpha, random_state=seed))
-            for r in subproblems
-        ],
-    )  # 1 - prod(1 - l) of 0/1 labels: the union
-    seen = np.isfinite(raw)
-    return fit_calibration_map(raw[seen], new_labels[seen], None, method), None
-
-
-def calibrated_on_rows(
+def outputs_on_rows(
     row_ids: np.ndarray,
-    subproblems: list[SubproblemResult],
+    subproblems: Sequence[SubproblemResult],
     config: PUConfig,
     seed: int,
-    maps: tuple[CalibrationMap | None, list[CalibrationMap] | None] | None = None,
-) -> np.ndarray:
-    """Calibrated probabilities of every row from one or more subproblems
-    (:func:`calibration_maps` applied to their probabilities; ``maps``: those already
-    fitted).
-
-    Returns
-    -------
-    ndarray of shape (n,)
-        Calibrated probabilities aligned with ``row_ids``; NaN for rows in no subproblem.
-    """
-    combined, per_subproblem = maps or calibration_maps(row_ids, subproblems, config, seed)
-    if per_subproblem is not None:
-        pairs = zip(subproblems, per_subproblem, strict=True)
-        return combine_on_rows(row_ids, [(r.row_ids, m(r.probabilities)) for r, m in pairs])
-    raw = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in subproblems])
-    return np.where(np.isfinite(raw), combined(np.nan_to_num(raw)), np.nan)
-
-
-def combine_on_rows(row_ids: np.ndarray, parts: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """Combine per-subproblem probabilities onto all rows: ``1 - prod_c (1 - p_c)``.
+    labels: np.ndarray | None = None,
+    claim_alphas: Sequence[float] | None = None,
+) -> RowOutputs:
+    """:class:`~pulsnar_dask.core.combine.RowOutputs` of subproblems whose rows are held
+    here.
 
     Parameters
     ----------
     row_ids : ndarray of shape (n,)
         The rows to report, in the order wanted.
-    parts : list of (ids, probabilities)
-        Each subproblem's row ids and probabilities.
-
-    Returns
-    -------
-    ndarray of shape (n,)
-        Combined probability; NaN for rows in no subproblem.
+    subproblems : sequence of SubproblemResult
+    config : PUConfig
+    seed : int
+    labels : ndarray of shape (n,) or None
+        The rows' 0/1 labels, where the labels are to be recovered.
+    claim_alphas : sequence of float or None
+        The alpha each subproblem claims (None: its own).
     """
-    complement = np.ones(len(row_ids))
-    seen = np.zeros(len(row_ids), dtype=bool)
-    sorter = np.argsort(row_ids, kind="stable")
-    for ids, proba in parts:
-        idx = sorter[np.searchsorted(row_ids, ids, sorter=sorter)]
-        complement[idx] *= 1.0 - proba
-        seen[idx] = True
-    out = 1.0 - complement
-    out[~seen] = np.nan
+    out = RowOutputs(row_ids, labels, config, seed)
+    claims = [None] * len(subproblems) if claim_alphas is None else list(claim_alphas)
+    for r, claim in zip(subproblems, claims, strict=True):
+        out.add(r.row_ids, r.labels, r.probabilities, r.alpha, claim)
     return out
 
 
-def unlabeled_cells(subproblems: list[SubproblemResult]) -> list[np.ndarray]:
-    """Each subproblem's grid cells (:func:`~pulsnar_dask.core.grid.cell_of`) of its
-    unlabeled rows, which every subproblem holds in the same order."""
-    return [cell_of(r.probabilities[r.labels == 0]) for r in subproblems]
+def piece_overlaps(piece: Piece, claims: Sequence[Claim]) -> np.ndarray:
+    """One partition's :func:`~pulsnar_dask.core.claims.overlap_weights` of the
+    subproblems' claims."""
+    return overlap_weights([cell_of(p[y == 0]) for p, y, _ in piece], claims)
 
 
-def group_subproblems(subproblems: list[SubproblemResult], threshold: float) -> np.ndarray:
+def piece_group_unions(
+    piece: Piece, united: Sequence[tuple[Sequence[int], Sequence[Claim]]]
+) -> np.ndarray:
+    """One partition's :func:`~pulsnar_dask.core.claims.union_weight` of each of
+    ``united``: (subproblems, their claims)."""
+    cells = [cell_of(p[y == 0]) for p, y, _ in piece]
+    return np.array([union_weight([cells[s] for s in subs], claims) for subs, claims in united])
+
+
+def subproblem_claims(subproblems: Sequence[SubproblemResult]) -> list[Claim]:
+    """Each subproblem's :func:`~pulsnar_dask.core.claims.claim_of` at its alpha, from
+    its counts."""
+    return [claim_of(r.counts.cell_weights(0), r.alpha) for r in subproblems]
+
+
+def group_subproblems(
+    subproblems: Sequence[SubproblemResult], threshold: float, map_reduce: MapReduce = in_memory
+) -> np.ndarray:
     """:func:`~pulsnar_dask.core.claims.subtype_groups` of subproblems that hold the same
-    unlabeled rows, from the overlaps of their claims."""
+    unlabeled rows, from the overlaps of their claims, summed over the rows' pieces by
+    ``map_reduce`` (:mod:`pulsnar_dask.core.map_reduce`)."""
     if len(subproblems) == 1:
         return np.zeros(1, dtype=np.int64)
-    return _groups(unlabeled_cells(subproblems), [r.alpha for r in subproblems], threshold)
-
-
-def _groups(cells: list[np.ndarray], alphas: list[float], threshold: float) -> np.ndarray:
-    """:func:`~pulsnar_dask.core.claims.subtype_groups` of claims on the grid cells."""
-    claims = claims_of(cells, alphas)
-    return subtype_groups(claim_overlaps(overlap_weights(cells, claims)), threshold)
+    claims = subproblem_claims(subproblems)
+    (shared,) = map_reduce(piece_overlaps, identity, [r.pieces for r in subproblems], [(claims,)])
+    return subtype_groups(claim_overlaps(shared), threshold)
 
 
 def subproblems_alpha(
-    subproblems: list[SubproblemResult], threshold: float
+    subproblems: Sequence[SubproblemResult], threshold: float, map_reduce: MapReduce = in_memory
 ) -> tuple[float, np.ndarray]:
     """Alpha of subproblems that hold the same unlabeled rows, and their subtype groups
-    (:func:`group_subproblems` at ``threshold``, then
-    :func:`~pulsnar_dask.core.claims.combined_alpha`)."""
+    (:func:`group_subproblems` at ``threshold``): summed over the groups, united within a
+    group (:func:`~pulsnar_dask.core.claims.group_sum`), the unions summed over the
+    rows' pieces by ``map_reduce``."""
     if len(subproblems) == 1:
         return float(subproblems[0].alpha), np.zeros(1, dtype=np.int64)
-    cells = unlabeled_cells(subproblems)
+    groups = group_subproblems(subproblems, threshold, map_reduce)
+    claims = subproblem_claims(subproblems)
+    united = [
+        (members, [claims[s] for s in members])
+        for members in (np.flatnonzero(groups == g).tolist() for g in np.unique(groups))
+        if len(members) > 1
+    ]
+    weights = {}
+    if united:
+        (unions,) = map_reduce(
+            piece_group_unions, identity, [r.pieces for r in subproblems], [(united,)]
+        )
+        weights = {tuple(members): w for (members, _), w in zip(united, unions, strict=True)}
+    total = subproblems[0].counts.count(0)
     alphas = [r.alpha for r in subproblems]
-    groups = _groups(cells, alphas, threshold)
-    return combined_alpha(cells, alphas, groups), groups
-
-
-def relabel_claimed(
-    labels: np.ndarray,
-    row_ids: np.ndarray,
-    subproblems: list[SubproblemResult],
-    alphas: list[float],
-    seed: int,
-) -> np.ndarray:
-    """Relabel positive the unlabeled rows the subproblems claim (Algorithm 4).
-
-    Each subproblem claims its ``round(alpha_c |U|)`` most probable unlabeled rows, ranked
-    on the probability grid (:mod:`pulsnar_dask.core.claims`): every row above the claim's
-    boundary cell, and in that cell the rows a hash of their id and ``seed`` picks, each
-    with the claim's share as its chance (so the count there is that share of the cell's
-    rows in expectation); every row one of them claims becomes positive. With one
-    subproblem (PULSCAR) these are the rows it ranks highest. With PULSNAR's clusters each
-    cluster's own ranking picks its share, which recovers the hidden positives better than
-    one ranking of the combined probabilities.
-
-    Parameters
-    ----------
-    labels : ndarray of shape (n,)
-        0/1 labels, rows in ascending id order.
-    row_ids : ndarray of shape (n,)
-        The rows' ids, ascending.
-    subproblems : list of SubproblemResult
-        Each holds every unlabeled row, in ascending id order.
-    alphas : list of float
-        Each subproblem's alpha.
-    seed : int
-
-    Returns
-    -------
-    ndarray of int8
-        New 0/1 labels.
-    """
-    y = np.asarray(labels).astype(np.int8).copy()
-    unlabeled = np.flatnonzero(y == 0)
-    cells = unlabeled_cells(subproblems)
-    claimed = np.zeros(unlabeled.size, dtype=bool)
-    for k, claim in zip(cells, claims_of(cells, alphas), strict=True):
-        claimed |= claimed_flags(k, claim, row_ids[unlabeled], seed)
-    y[unlabeled[claimed]] = 1
-    return y
+    return group_sum(alphas, groups, lambda members: weights[tuple(members)] / total), groups

@@ -52,7 +52,7 @@ from pulsnar_dask.core.folds import (
     take_rows,
     trainable_rows,
 )
-from pulsnar_dask.core.interval import summed
+from pulsnar_dask.core.map_reduce import Tally, identity, piece_tally, summed, summed_over
 from pulsnar_dask.core.schema import (
     MAX_CATEGORIES,
     FeatureSchema,
@@ -60,7 +60,7 @@ from pulsnar_dask.core.schema import (
     schema_from_categories,
 )
 from pulsnar_dask.core.scoring import booster_params, fold_model, fold_predictions
-from pulsnar_dask.core.subproblem import SubproblemResult, check_subproblem
+from pulsnar_dask.core.subproblem import check_subproblem
 from pulsnar_dask.core.subtypes import importance_model_gain
 from pulsnar_dask.dask_executor.malloc import with_heap_blocks
 from pulsnar_dask.dask_executor.partitions import stored
@@ -178,18 +178,8 @@ def _predicted_piece(part, request: ScoreRequest, label, id_col, hashes, copies,
     return fold_predictions(models, X, folds, request.config.n_threads), labels, ids
 
 
-def _pieces_summed(per_piece: Callable[..., Any], pieces: list, *args: Any) -> Any:
-    """``per_piece(piece, *args)`` on each partition's rows in turn, summed as they come
-    (:func:`~pulsnar_dask.core.interval.summed`): one partition's result held at a time."""
-    total = None
-    for piece in pieces:
-        value = per_piece(piece, *args)
-        total = value if total is None else summed(total, value)
-    return total
-
-
 def _sum_all(*values: Any) -> Any:
-    """The :func:`~pulsnar_dask.core.interval.summed` of per-partition results."""
+    """The :func:`~pulsnar_dask.core.map_reduce.summed` of per-partition results."""
     return functools.reduce(summed, values)
 
 
@@ -209,10 +199,6 @@ def _distinct_counts(part: pd.DataFrame) -> pd.DataFrame:
     return part.nunique(dropna=False).to_frame().T.astype("int64")
 
 
-def _identity(value: Any) -> Any:
-    return value
-
-
 def share(client: Client, value: Any) -> Future:
     """Put a value many tasks need on the cluster once, as a task that returns it (a
     graph would carry it again with each computation). Tasks fetch it from the worker
@@ -220,7 +206,7 @@ def share(client: Client, value: Any) -> Future:
     task: scattered data would be gone, and a broadcast scatter waited for ever on a
     killed worker (``tests/test_reliability.py``)."""
     with sent_once():
-        return client.submit(_identity, value, pure=False)
+        return client.submit(identity, value, pure=False)
 
 
 @contextlib.contextmanager
@@ -635,8 +621,9 @@ class DaskExecutor:
     def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
         """Each request's fold models, trained on its training rows gathered to one task
         per fold (``task``) or on ``xgboost.dask`` (``dask``), then every row scored on
-        the worker that holds it: its probability, label and id come back, and the
-        workers keep them partition by partition (``Scored.pieces``)."""
+        the worker that holds it. The workers keep each row's probability, label and id
+        partition by partition (``Scored.pieces``); only their counts and the labeled
+        positives' probabilities come here (``Scored.tally``)."""
         puf, pending = self.puf, []
         tail = (0, 0)
         if len(requests) == 1 and self.engine == "task":  # its folds are the whole fan-out
@@ -682,34 +669,36 @@ class DaskExecutor:
         futures = [f for *_, models, predicted in pending for f in [*models, *predicted]]
         self._wait([f for f in futures if isinstance(f, Future)])
         out = []
-        for row_ids, labels, models, predicted in pending:  # one scoring's rows at a time
+        for row_ids, labels, models, predicted in pending:
             models = [m.result() if isinstance(m, Future) else m for m in models]
-            pieces = self.client.gather(predicted)
-            proba, _, ids = (np.concatenate(c) for c in zip(*pieces, strict=True))
-            del pieces
-            order = np.argsort(ids, kind="stable")
-            if not np.array_equal(ids[order], row_ids):
+            (tally,) = self.map_reduce(piece_tally, Tally.in_id_order, [predicted], [()])
+            counted = (tally.counts.count(0), tally.counts.count(1))
+            positives = row_ids[labels == 1]
+            if counted != (np.sum(labels == 0), positives.size) or not np.array_equal(
+                tally.positive_ids, positives
+            ):
                 raise RuntimeError("a scoring's predictions do not cover its rows")
-            out.append(Scored(row_ids, labels, proba[order], models, tuple(predicted)))
+            out.append(Scored(tally, models, tuple(predicted)))
         return out
 
     def map_reduce(
         self,
         per_piece: Callable[..., Any],
         finish: Callable[[Any], Any],
-        subproblems: Sequence[SubproblemResult],
+        pieces: Sequence[Sequence[Future]],
         calls: Sequence[tuple],
     ) -> list[Any]:
         """Each call: ``per_piece`` on every partition's rows where a worker holds them
-        (the subproblems' :attr:`~pulsnar_dask.core.subproblem.SubproblemResult.pieces`),
-        each worker's partitions dealt into as many runs as it has threads, each run
-        summing its partitions' results as they come (:func:`_pieces_summed`), the runs
+        (the scorings' ``pieces``, :mod:`pulsnar_dask.core.map_reduce`), each worker's
+        partitions dealt into as many runs as it has threads, each run summing its
+        partitions' results as they come
+        (:func:`~pulsnar_dask.core.map_reduce.summed_over`), the runs
         summed on the workers (:data:`SUM_FAN_IN` at a time) and ``finish`` on a worker;
         only what ``finish`` returns comes here. Two calls are in flight at a time, so
         that a worker holds a few runs' results, whatever the partitions."""
-        if not all(s.pieces for s in subproblems):
-            raise ValueError("the subproblems were not scored on this cluster")
-        by_partition = [list(p) for p in zip(*(s.pieces for s in subproblems), strict=True)]
+        if not all(pieces):
+            raise ValueError("the rows were released or not scored on this cluster")
+        by_partition = [list(p) for p in zip(*pieces, strict=True)]
         runs = self._runs_by_worker(by_partition)
         name = funcname(per_piece)
 
@@ -717,7 +706,7 @@ class DaskExecutor:
             level = [
                 self.client.submit(
                     with_heap_blocks,
-                    _pieces_summed,
+                    summed_over,
                     per_piece,
                     pieces,
                     *args,
@@ -748,6 +737,15 @@ class DaskExecutor:
                 index[follow.key] = i
                 running.add(follow)
         return results
+
+    def collect(self, pieces: Sequence[Future]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A scoring's rows gathered from the workers: (row ids, labels, probabilities),
+        by ascending id."""
+        proba, labels, ids = (
+            np.concatenate(c) for c in zip(*self._gather(list(pieces)), strict=True)
+        )
+        order = np.argsort(ids, kind="stable")
+        return ids[order], labels[order], proba[order]
 
     def _runs_by_worker(self, by_partition: list[list[Future]]) -> list[tuple[str | None, list]]:
         """The partitions' pieces dealt into runs: each worker's partitions (by where the

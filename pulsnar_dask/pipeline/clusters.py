@@ -212,13 +212,11 @@ def split_clusters(
     X_positive = Z = None
     for round_ in range(config.cluster_split_rounds):
         cut = []
-        for c, (ids, results, half) in enumerate(clusters):
+        for c, (_, results, half) in enumerate(clusters):
             if half is None:
                 continue
-            r = results[0]
-            held = r.row_ids[r.labels == 1]
-            at = np.searchsorted(held, ids)  # both ascend
-            if halves_differ(r.probabilities[r.labels == 1][at], half, config.cluster_split):
+            # the subproblem's positives are the cluster's, both by ascending id
+            if halves_differ(results[0].positive_probabilities, half, config.cluster_split):
                 cut.append(c)
         if not cut:
             break

@@ -13,8 +13,8 @@ import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import CopyGroups
+from pulsnar_dask.core.map_reduce import Tally
 from pulsnar_dask.core.schema import FeatureSchema
-from pulsnar_dask.core.subproblem import SubproblemResult
 
 
 @dataclass(frozen=True)
@@ -68,17 +68,27 @@ class ScoreRequest:
 
 @dataclass
 class Scored:
-    """Out-of-fold probabilities of a request's rows, by ascending row id; ``labels`` are
-    the labels the models trained on (after the request's relabeling); ``models`` the
-    fold models as XGBoost JSON, fold 0 first; ``pieces`` where the executor holds the
-    same rows partition by partition (:attr:`SubproblemResult.pieces
-    <pulsnar_dask.core.subproblem.SubproblemResult>`)."""
+    """A request's out-of-fold probabilities, as the pipeline keeps them.
 
-    row_ids: np.ndarray
-    labels: np.ndarray
-    probabilities: np.ndarray
+    Attributes
+    ----------
+    tally : Tally
+        The rows' statistics and the positives' probabilities (the labels are those the
+        models trained on, after the request's relabeling).
+    models : list of bytes
+        The fold models as XGBoost JSON, fold 0 first.
+    pieces : tuple
+        The rows where the executor holds them, partition by partition
+        (:mod:`pulsnar_dask.core.map_reduce`).
+    rows : (row_ids, labels, probabilities) or None
+        The rows by ascending id, where the executor holds them in this process; None
+        where they stay on a cluster (:meth:`Executor.collect` brings them).
+    """
+
+    tally: Tally
     models: list[bytes]
-    pieces: tuple = ()
+    pieces: tuple
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 class Executor(Protocol):
@@ -128,11 +138,16 @@ class Executor(Protocol):
         self,
         per_piece: Callable[..., Any],
         finish: Callable[[Any], Any],
-        subproblems: Sequence[SubproblemResult],
+        pieces: Sequence[Sequence[Any]],
         calls: Sequence[tuple],
     ) -> list[Any]:
         """``[finish(sum of per_piece(piece, *args) over the partitions) for args in
-        calls]``: each partition's rows of the subproblems (a list of (probabilities,
-        labels, ids), one per subproblem, every subproblem's unlabeled rows in the same
-        order) reduced where they are (:data:`~pulsnar_dask.core.interval.MapReduce`);
-        the results add up by :func:`~pulsnar_dask.core.interval.summed`."""
+        calls]``: each partition's rows of the scorings whose ``pieces`` are given (a list
+        of (probabilities, labels, ids), one per scoring, every scoring's unlabeled rows
+        in the same order) reduced where they are
+        (:data:`~pulsnar_dask.core.map_reduce.MapReduce`); the results add up by
+        :func:`~pulsnar_dask.core.map_reduce.summed`."""
+
+    def collect(self, pieces: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A scoring's rows brought here from its ``pieces``: (row ids, labels,
+        probabilities), by ascending id."""

@@ -10,17 +10,11 @@ from typing import Any
 import numpy as np
 
 from pulsnar_dask.core.calibration import fit_calibration_map
+from pulsnar_dask.core.combine import RowOutputs
 from pulsnar_dask.core.interval import AlphaInterval, alpha_interval
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.model import Component, subproblem_components
-from pulsnar_dask.core.subproblem import (
-    calibrated_on_rows,
-    calibration_maps,
-    check_subproblem,
-    combine_on_rows,
-    relabel_claimed,
-    subproblems_alpha,
-)
+from pulsnar_dask.core.subproblem import check_subproblem, subproblems_alpha
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.executor import ScoreRequest
 from pulsnar_dask.pipeline.job import Job, Reading
@@ -54,7 +48,10 @@ class Alphas:
 def read_alphas(job: Job, reading: Reading) -> Alphas:
     """Each iteration's alpha, with clusters that claim the same unlabeled rows counted
     once (:func:`~pulsnar_dask.core.subproblem.subproblems_alpha`)."""
-    readings = [subproblems_alpha(it, job.config.claim_overlap) for it in reading.per_iteration]
+    readings = [
+        subproblems_alpha(it, job.config.claim_overlap, job.executor.map_reduce)
+        for it in reading.per_iteration
+    ]
     alphas = [a for a, _ in readings]
     cluster_groups = None
     if reading.method == "pulsnar" and reading.n_clusters > 1:
@@ -127,16 +124,20 @@ def outputs_of(
     PUError
         Where the recovered labels leave too few rows of a label for the folds.
     """
-    config, seed, row_ids, first = job.config, job.seed, job.row_ids, reading.first
-    probability = combine_on_rows(row_ids, [(r.row_ids, r.probabilities) for r in first])
-    calibrated = improved = metrics = None
-    maps = calibration_maps(row_ids, first, config, seed) if not classify else None
+    config, seed, executor = job.config, job.seed, job.executor
     if calibrate or classify:
         job.stage("calibrating probabilities")
-        calibrated = calibrated_on_rows(row_ids, first, config, seed, maps)
+    rows = RowOutputs(job.row_ids, job.labels if classify else None, config, seed)
+    for r, claim_alpha in zip(reading.first, cluster_alphas, strict=True):
+        rows.add(*executor.collect(r.pieces), r.alpha, claim_alpha)  # one at a time
+    reading.release_pieces()  # the workers' copies of the probabilities are done with
+    probability = rows.probability
+    model_map, per_subproblem = rows.calibration()
+    calibrated = improved = metrics = None
+    if calibrate or classify:
+        calibrated = rows.calibrated(model_map)
     if not classify:
-        model_map, per_subproblem = maps
-        components = subproblem_components(first, per_subproblem)
+        components = subproblem_components(reading.first, per_subproblem)
         return Outputs(probability, calibrated, None, None, components, model_map)
     # with true labels, the PU classifier the retrain is compared with: PULSCAR's scoring,
     # trained alongside the retrain where the run read PULSNAR
@@ -146,7 +147,7 @@ def outputs_of(
         "classification: retraining on recovered labels"
         + (" (and scoring PULSCAR, the baseline it is compared with)" if baseline_needed else "")
     )
-    new_labels = relabel_claimed(job.labels, row_ids, first, cluster_alphas, seed)
+    new_labels = rows.recovered_labels()
     try:
         check_subproblem(new_labels, config)
     except ValueError as exc:
@@ -155,21 +156,23 @@ def outputs_of(
     retrain = ScoreRequest(
         features,
         None,
-        row_ids[new_labels > job.labels],
+        job.row_ids[new_labels > job.labels],
         job.for_columns(features, max_unlabeled_ratio=None),
         seed,
         "classify",
         job.executor.schema.feature_types(features),
     )
-    scored, *baseline_scored = job.executor.score(
+    scored, *baseline_scored = executor.score(
         [retrain, job.request(features, None, 0)] if baseline_needed else [retrain]
     )
-    improved = scored.probabilities
+    _, trained_on, improved = executor.collect(scored.pieces)
     components = [Component(features, scored.models)]
     # the retrain's probabilities mapped to the recovered labels it was trained on
-    model_map = fit_calibration_map(improved, scored.labels, None, config.calibration_method)
+    model_map = fit_calibration_map(improved, trained_on, None, config.calibration_method)
     if true_labels is not None:
-        baseline = baseline_scored[0].probabilities if baseline_scored else probability
+        baseline = probability
+        if baseline_scored:
+            baseline = executor.collect(baseline_scored[0].pieces)[2]
         metrics = {
             "without_pu": classification_metrics(true_labels > 0, baseline),
             "with_pu": classification_metrics(true_labels > 0, improved),

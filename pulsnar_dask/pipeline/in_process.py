@@ -11,7 +11,7 @@ from scipy import sparse
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import CopyGroups, content_hashes
-from pulsnar_dask.core.interval import in_memory
+from pulsnar_dask.core.map_reduce import in_memory, tally_of
 from pulsnar_dask.core.schema import FeatureSchema, frame_schema
 from pulsnar_dask.core.subproblem import cross_validated_scores
 from pulsnar_dask.core.subtypes import importance_model_gain
@@ -123,15 +123,21 @@ class InProcessExecutor:
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         return [fn(*args) for args in calls]
 
-    map_reduce = staticmethod(in_memory)  # the vectors are the one partition
+    map_reduce = staticmethod(in_memory)  # a scoring's rows are its one piece
+
+    @staticmethod
+    def collect(pieces: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        ((proba, labels, ids),) = pieces
+        return ids, labels, proba
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
         out = []
         for r in requests:
             keep, labels = r.rows(self.row_ids, self.y)
             X, ids = self._columns(r.features)[keep], self.row_ids[keep]
-            scores = cross_validated_scores(
+            ids, labels, proba, models = cross_validated_scores(
                 X, labels, ids, r.config, r.seed, r.feature_types, self.copies
             )
-            out.append(Scored(*scores))
+            tally = tally_of(proba, labels, ids)
+            out.append(Scored(tally, models, ((proba, labels, ids),), (ids, labels, proba)))
         return out

@@ -13,7 +13,12 @@ import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.scoring import check_booster_params, column_params
-from pulsnar_dask.core.subproblem import SubproblemResult, check_subproblem, estimate_subproblem
+from pulsnar_dask.core.subproblem import (
+    SubproblemResult,
+    check_subproblem,
+    reads_rows,
+    subproblem_of,
+)
 from pulsnar_dask.core.subtypes import Clustering
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.executor import Executor, ScoreRequest
@@ -106,16 +111,16 @@ class Job:
         return made
 
     def subproblems(self, requests: list[ScoreRequest]) -> list[SubproblemResult]:
-        """Score the requests where the table is and read each one's alpha here."""
-        return [
-            replace(
-                estimate_subproblem(s.row_ids, s.labels, s.probabilities, r.config, r.seed),
-                features=tuple(r.features),
-                models=tuple(s.models),
-                pieces=tuple(s.pieces),
-            )
-            for r, s in zip(requests, self.executor.score(requests), strict=True)
-        ]
+        """Score the requests where the table is and read each one's alpha here, from
+        the counts (the rows brought here only for a reader of rows)."""
+        out = []
+        for r, s in zip(requests, self.executor.score(requests), strict=True):
+            rows = s.rows
+            if rows is None and reads_rows(r.config):
+                rows = self.executor.collect(s.pieces)
+            kept = {"features": tuple(r.features), "models": tuple(s.models), "pieces": s.pieces}
+            out.append(subproblem_of(s.tally, r.config, r.seed, rows, **kept))
+        return out
 
 
 @dataclass

@@ -6,9 +6,10 @@ An executor runs the steps that touch the feature table where the table is: in t
 process on arrays (:class:`~pulsnar_dask.pipeline.in_process.InProcessExecutor`, what the
 estimators use on numpy and pandas data) or over a Dask cluster
 (:class:`~pulsnar_dask.dask_executor.engine.DaskExecutor`). What reaches the pipeline is
-small: row ids and labels, the positives' clustering features, and probability vectors;
-the alpha and calibration steps run here on those, and the interval's resamples are
-counted where the executor holds the rows (``map_reduce``).
+small: row ids and labels, the positives' clustering features, and each scoring's
+counts (:class:`~pulsnar_dask.core.map_reduce.Tally`); what alpha, the claims and the
+interval need of the rows is counted where the executor holds them (``map_reduce``), and
+the calibration and the outputs bring one scoring's rows here at a time (``collect``).
 """
 
 from __future__ import annotations
@@ -105,7 +106,6 @@ def run_pipeline(
     checks = diagnose(reading)
     alphas = read_alphas(job, reading)
     interval = interval_of(job, reading, alphas.alphas)
-    reading.release_pieces()  # the workers' copies of the probabilities are done with
     out = outputs_of(job, reading, alphas.cluster_alphas, calibrate_probabilities, classify)
     return _result(
         job, reading, method, calibrate_probabilities, classify, settings, checks, alphas,
