@@ -63,7 +63,6 @@ from pulsnar_dask import make_pu_data
 from pulsnar_dask.core.calibration import expected_calibration_error
 from pulsnar_dask.core.metrics import METRIC_NAMES
 from pulsnar_dask.core.stats import mean_ci
-from pulsnar_dask.core.subproblem import outputs_on_rows
 from pulsnar_dask.dask_executor.connect import connect
 from pulsnar_dask.dask_executor.engine import EXPRESSIONS, run_job
 from pulsnar_dask.datasets.synthetic import pu_frame
@@ -180,9 +179,16 @@ def run_one(
     if bench.calibrate:
         truth = (result.true_labels > 0).astype(float)
         unlabeled = result.labels == 0
-        calibrated_u = outputs_on_rows(
-            result.row_ids, result.subproblems, config.with_(calibration_data="U"), seed
-        ).calibrated()
+        # the same run calibrated on the unlabeled rows (the subproblems' probabilities
+        # stay on the workers): the same folds and models, so the same alpha
+        u_run = run_job(
+            client, puf, algorithm.lower(),
+            config.with_(calibration_data="U", interval_resamples=0), seed,
+            calibrate_probabilities=True,
+        )  # fmt: skip
+        if abs(u_run.alpha - result.alpha) > 1e-12:
+            raise RuntimeError(f"the U-calibrated run read alpha {u_run.alpha}, not {result.alpha}")
+        calibrated_u = u_run.calibrated
         for tag, rows, calibrated in (
             ("pu", np.isfinite(result.probability), result.calibrated),
             ("u", unlabeled, calibrated_u),

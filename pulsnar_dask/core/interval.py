@@ -35,7 +35,14 @@ from pulsnar_dask.core.bootstrap import resample_keys, weights_of_keys
 from pulsnar_dask.core.claims import Claim, claim_of, union_weight
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.grid import cell_of
-from pulsnar_dask.core.map_reduce import MapReduce, Piece, identity, in_memory
+from pulsnar_dask.core.map_reduce import (
+    MapReduce,
+    Piece,
+    identity,
+    in_memory,
+    unlabeled_cells,
+    unlabeled_ids,
+)
 from pulsnar_dask.core.score_counts import RowsToCount, Scores, ScoreVectors
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import (
@@ -80,17 +87,9 @@ def _label_weights(
 ) -> Callable[[int | None], list[tuple[np.ndarray, np.ndarray] | None]]:
     """Each subproblem's weights in a resample, its unlabeled rows' and its positives'
     apart, in the rows' order (None: the rows as collected); the unlabeled rows' are drawn
-    once, as every subproblem holds them, in the same order.
-
-    Raises
-    ------
-    ValueError
-        Where the subproblems' unlabeled rows differ.
-    """
-    unlabeled = piece[0][2][piece[0][1] == 0]
-    if not all(np.array_equal(ids[y == 0], unlabeled) for _, y, ids in piece[1:]):
-        raise ValueError("every subproblem must hold the same unlabeled rows")
-    unlabeled_keys = resample_keys(unlabeled, seed)
+    once, as every subproblem holds them, in the same order
+    (:func:`~pulsnar_dask.core.map_reduce.unlabeled_ids`)."""
+    unlabeled_keys = resample_keys(unlabeled_ids(piece), seed)
     positive_keys = [resample_keys(ids[y == 1], seed) for _, y, ids in piece]
 
     def weights(b: int | None) -> list[tuple[np.ndarray, np.ndarray] | None]:
@@ -243,9 +242,8 @@ def piece_unions(
 ) -> dict[tuple[int, int, int, int], float]:
     """One partition's weight of the unlabeled rows each subtype group's claims take
     together (:func:`~pulsnar_dask.core.claims.union_weight`)."""
-    unlabeled = piece[0][1] == 0  # every subproblem holds these rows, in this order
-    cells = [cell_of(p[y == 0]) for p, y, _ in piece]
-    keys = resample_keys(piece[0][2][unlabeled], plan.seed)
+    cells = unlabeled_cells(piece)
+    keys = resample_keys(unlabeled_ids(piece), plan.seed)
     out = {}
     for b, b_claims in itertools.groupby(sorted(claims.items()), key=lambda kv: kv[0][0]):
         w = None if resamples[b] is None else weights_of_keys(keys, resamples[b])

@@ -12,11 +12,13 @@ same on pieces held here.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from pulsnar_dask.core.folds import row_hash
+from pulsnar_dask.core.grid import cell_of
 from pulsnar_dask.core.score_counts import RowsToCount, ScoreCounts
 
 # one partition's rows of each subproblem: (probabilities, labels, row ids)
@@ -74,11 +76,15 @@ class Tally:
     counts : ScoreCounts
     positive_ids, positive_probabilities : ndarray
         Ascending by id once :meth:`in_id_order`.
+    unlabeled_checksum : int
+        :func:`id_checksum` of the unlabeled rows' ids: which rows were counted, in any
+        order.
     """
 
     counts: ScoreCounts
     positive_ids: np.ndarray
     positive_probabilities: np.ndarray
+    unlabeled_checksum: int
 
     def __add__(self, other: Tally) -> Tally:
         """Both pieces' rows together."""
@@ -86,11 +92,23 @@ class Tally:
             self.counts + other.counts,
             np.concatenate([self.positive_ids, other.positive_ids]),
             np.concatenate([self.positive_probabilities, other.positive_probabilities]),
+            (self.unlabeled_checksum + other.unlabeled_checksum) % 2**64,
         )
 
     def in_id_order(self) -> Tally:
         order = np.argsort(self.positive_ids, kind="stable")
-        return Tally(self.counts, self.positive_ids[order], self.positive_probabilities[order])
+        return replace(
+            self,
+            positive_ids=self.positive_ids[order],
+            positive_probabilities=self.positive_probabilities[order],
+        )
+
+
+def id_checksum(ids: np.ndarray) -> int:
+    """The sum modulo 2**64 of the ids' hashes: the same for the same rows in any order or
+    pieces, and another for other rows (a row missing and another counted twice included)
+    but by a chance of 2**-64."""
+    return int(np.sum(row_hash(np.asarray(ids), 0), dtype=np.uint64))
 
 
 def piece_tally(piece: Piece) -> Tally:
@@ -103,12 +121,40 @@ def piece_tally(piece: Piece) -> Tally:
     """
     (p, y, ids), = piece  # fmt: skip
     positive = np.asarray(y) == 1
-    return Tally(RowsToCount(p, y).counts(), np.asarray(ids)[positive], np.asarray(p)[positive])
+    ids = np.asarray(ids)
+    return Tally(
+        RowsToCount(p, y).counts(),
+        ids[positive],
+        np.asarray(p)[positive],
+        id_checksum(ids[~positive]),
+    )
 
 
 def tally_of(probabilities: np.ndarray, labels: np.ndarray, row_ids: np.ndarray) -> Tally:
     """:func:`piece_tally` of rows held here, in id order."""
     return piece_tally([(probabilities, labels, row_ids)]).in_id_order()
+
+
+def unlabeled_ids(piece: Piece) -> np.ndarray:
+    """The unlabeled rows' ids of a piece, which every scoring of it holds in the same
+    order.
+
+    Raises
+    ------
+    ValueError
+        Where the scorings' unlabeled rows differ.
+    """
+    first = piece[0][2][piece[0][1] == 0]
+    if not all(np.array_equal(ids[y == 0], first) for _, y, ids in piece[1:]):
+        raise ValueError("every subproblem must hold the same unlabeled rows")
+    return first
+
+
+def unlabeled_cells(piece: Piece) -> list[np.ndarray]:
+    """Each scoring's grid cells of the piece's unlabeled rows (:func:`unlabeled_ids`
+    checked)."""
+    unlabeled_ids(piece)
+    return [cell_of(p[y == 0]) for p, y, _ in piece]
 
 
 def identity(value: Any) -> Any:

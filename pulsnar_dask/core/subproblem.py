@@ -33,8 +33,15 @@ from pulsnar_dask.core.claims import (
 from pulsnar_dask.core.combine import RowOutputs
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import NO_COPIES, CopyGroups, assign_folds, training_subsample
-from pulsnar_dask.core.grid import cell_of
-from pulsnar_dask.core.map_reduce import MapReduce, Piece, Tally, identity, in_memory, tally_of
+from pulsnar_dask.core.map_reduce import (
+    MapReduce,
+    Piece,
+    Tally,
+    identity,
+    in_memory,
+    tally_of,
+    unlabeled_cells,
+)
 from pulsnar_dask.core.score_counts import ScoreCounts, Scores, ScoreVectors
 from pulsnar_dask.core.scoring import (
     booster_params,
@@ -359,7 +366,7 @@ def outputs_on_rows(
 def piece_overlaps(piece: Piece, claims: Sequence[Claim]) -> np.ndarray:
     """One partition's :func:`~pulsnar_dask.core.claims.overlap_weights` of the
     subproblems' claims."""
-    return overlap_weights([cell_of(p[y == 0]) for p, y, _ in piece], claims)
+    return overlap_weights(unlabeled_cells(piece), claims)
 
 
 def piece_group_unions(
@@ -367,7 +374,7 @@ def piece_group_unions(
 ) -> np.ndarray:
     """One partition's :func:`~pulsnar_dask.core.claims.union_weight` of each of
     ``united``: (subproblems, their claims)."""
-    cells = [cell_of(p[y == 0]) for p, y, _ in piece]
+    cells = unlabeled_cells(piece)
     return np.array([union_weight([cells[s] for s in subs], claims) for subs, claims in united])
 
 

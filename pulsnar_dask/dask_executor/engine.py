@@ -52,7 +52,14 @@ from pulsnar_dask.core.folds import (
     take_rows,
     trainable_rows,
 )
-from pulsnar_dask.core.map_reduce import Tally, identity, piece_tally, summed, summed_over
+from pulsnar_dask.core.map_reduce import (
+    Tally,
+    id_checksum,
+    identity,
+    piece_tally,
+    summed,
+    summed_over,
+)
 from pulsnar_dask.core.schema import (
     MAX_CATEGORIES,
     FeatureSchema,
@@ -672,10 +679,10 @@ class DaskExecutor:
         for row_ids, labels, models, predicted in pending:
             models = [m.result() if isinstance(m, Future) else m for m in models]
             (tally,) = self.map_reduce(piece_tally, Tally.in_id_order, [predicted], [()])
-            counted = (tally.counts.count(0), tally.counts.count(1))
-            positives = row_ids[labels == 1]
-            if counted != (np.sum(labels == 0), positives.size) or not np.array_equal(
-                tally.positive_ids, positives
+            if not (
+                np.array_equal(tally.positive_ids, row_ids[labels == 1])
+                and tally.counts.count(0) == np.sum(labels == 0)
+                and tally.unlabeled_checksum == id_checksum(row_ids[labels == 0])
             ):
                 raise RuntimeError("a scoring's predictions do not cover its rows")
             out.append(Scored(tally, models, tuple(predicted)))
@@ -737,6 +744,12 @@ class DaskExecutor:
                 index[follow.key] = i
                 running.add(follow)
         return results
+
+    def release(self, pieces: Sequence[Future]) -> None:
+        """Drop a scoring's rows from the workers, whatever references to their futures
+        remain."""
+        if pieces:
+            self.client.cancel(list(pieces))
 
     def collect(self, pieces: Sequence[Future]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A scoring's rows gathered from the workers: (row ids, labels, probabilities),

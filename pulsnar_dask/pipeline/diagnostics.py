@@ -10,7 +10,6 @@ import numpy as np
 
 from pulsnar_dask.core.metrics import implied_negative_auc
 from pulsnar_dask.core.model import Component
-from pulsnar_dask.core.subproblem import SubproblemResult
 from pulsnar_dask.pipeline.job import Reading
 from pulsnar_dask.pipeline.result import OVERLAP_AUC, PERFECT_PU_AUC, WEAK_PU_AUC, overlaps
 
@@ -23,8 +22,9 @@ class Diagnostics:
 
     Attributes
     ----------
-    checked : list of SubproblemResult
-        The PU classifiers the checks read: the first iteration's subproblems.
+    pu_auc : list of float
+        The out-of-fold AUC of each PU classifier the checks read (the first
+        iteration's subproblems).
     leading_feature : str or None
         The feature the models lean on most, where every classifier separates labeled
         from unlabeled rows perfectly.
@@ -33,7 +33,7 @@ class Diagnostics:
         every positive implies at its alpha, to 3 decimals; None without one.
     """
 
-    checked: list[SubproblemResult]
+    pu_auc: list[float]
     leading_feature: str | None
     negative_auc: float | None
 
@@ -75,4 +75,4 @@ def diagnose(reading: Reading) -> Diagnostics:
             negative_auc,
             OVERLAP_AUC,
         )
-    return Diagnostics(checked, leading_feature, negative_auc)
+    return Diagnostics([r.pu_auc for r in checked], leading_feature, negative_auc)

@@ -148,6 +148,10 @@ class Executor(Protocol):
         (:data:`~pulsnar_dask.core.map_reduce.MapReduce`); the results add up by
         :func:`~pulsnar_dask.core.map_reduce.summed`."""
 
+    def release(self, pieces: Sequence[Any]) -> None:
+        """Let go of a scoring's rows where the executor holds them apart (nothing to
+        do where they are this process's arrays)."""
+
     def collect(self, pieces: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A scoring's rows brought here from its ``pieces``: (row ids, labels,
         probabilities), by ascending id."""

@@ -129,8 +129,8 @@ def outputs_of(
         job.stage("calibrating probabilities")
     rows = RowOutputs(job.row_ids, job.labels if classify else None, config, seed)
     for r, claim_alpha in zip(reading.first, cluster_alphas, strict=True):
-        rows.add(*executor.collect(r.pieces), r.alpha, claim_alpha)  # one at a time
-    reading.release_pieces()  # the workers' copies of the probabilities are done with
+        rows.add(*job.rows_of(r), r.alpha, claim_alpha)  # one subproblem's rows at a time
+    reading.release_pieces(executor)  # the workers' copies of the probabilities are done with
     probability = rows.probability
     model_map, per_subproblem = rows.calibration()
     calibrated = improved = metrics = None
@@ -166,6 +166,7 @@ def outputs_of(
         [retrain, job.request(features, None, 0)] if baseline_needed else [retrain]
     )
     _, trained_on, improved = executor.collect(scored.pieces)
+    executor.release(scored.pieces)
     components = [Component(features, scored.models)]
     # the retrain's probabilities mapped to the recovered labels it was trained on
     model_map = fit_calibration_map(improved, trained_on, None, config.calibration_method)
@@ -173,6 +174,7 @@ def outputs_of(
         baseline = probability
         if baseline_scored:
             baseline = executor.collect(baseline_scored[0].pieces)[2]
+            executor.release(baseline_scored[0].pieces)
         metrics = {
             "without_pu": classification_metrics(true_labels > 0, baseline),
             "with_pu": classification_metrics(true_labels > 0, improved),

@@ -126,6 +126,10 @@ class InProcessExecutor:
     map_reduce = staticmethod(in_memory)  # a scoring's rows are its one piece
 
     @staticmethod
+    def release(pieces: Sequence[Any]) -> None:
+        pass  # the arrays go with the last reference to them
+
+    @staticmethod
     def collect(pieces: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ((proba, labels, ids),) = pieces
         return ids, labels, proba

@@ -110,6 +110,13 @@ class Job:
                 raise PUError(f"a subproblem is too small: {exc}") from None
         return made
 
+    def rows_of(self, result: SubproblemResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A subproblem's (row ids, labels, probabilities) by ascending id: those it
+        holds, else brought from where the executor holds them."""
+        if result.row_ids is not None:
+            return result.row_ids, result.labels, result.probabilities
+        return self.executor.collect(result.pieces)
+
     def subproblems(self, requests: list[ScoreRequest]) -> list[SubproblemResult]:
         """Score the requests where the table is and read each one's alpha here, from
         the counts (the rows brought here only for a reader of rows)."""
@@ -156,10 +163,12 @@ class Reading:
     def first(self) -> list[SubproblemResult]:
         return self.per_iteration[0]
 
-    def release_pieces(self) -> None:
-        """Let go of the rows the executor holds for the subproblems (their
+    def release_pieces(self, executor: Executor) -> None:
+        """Have the executor let go of the rows it holds for the subproblems (their
         :attr:`~pulsnar_dask.core.subproblem.SubproblemResult.pieces`), once the steps
         that count them where they are have run."""
+        for r in [*(r for it in self.per_iteration for r in it), *self.alternative]:
+            executor.release(r.pieces)
         self.per_iteration = [[replace(r, pieces=()) for r in it] for it in self.per_iteration]
         self.alternative = [replace(r, pieces=()) for r in self.alternative]
 

@@ -96,12 +96,13 @@ def run_pipeline(
     read_input(job)
     if method == "pulscar":
         job.stage(f"scoring: {iterations} cross-validated XGBoost run(s)")
-        runs = job.subproblems([job.request(job.features, None, it) for it in range(iterations)])
-        reading = Reading("pulscar", [[r] for r in runs], 1, 1)
+        requests = [job.request(job.features, None, it) for it in range(iterations)]
+        reading = Reading("pulscar", [[r] for r in job.subproblems(requests)], 1, 1)
     else:
         reading, pulscar = score_clusters(job, beside_pulscar=method == "auto")
         if method == "auto":
             choose_reading(reading, pulscar)
+        del pulscar  # what the reading keeps of it is released with the reading's rows
     job.mark("scoring")
     checks = diagnose(reading)
     alphas = read_alphas(job, reading)
@@ -171,7 +172,7 @@ def _result(
         copied_rows=executor.copies.n_copies,
         leading_feature=checks.leading_feature,
         negative_auc=checks.negative_auc,
-        pu_auc=[r.pu_auc for r in checks.checked],
+        pu_auc=checks.pu_auc,
         seconds=time.perf_counter() - job.start,
         timings=job.timings,
         model=model,
