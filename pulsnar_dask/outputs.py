@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import errno
+import itertools
 import json
 import logging
 import os
@@ -27,6 +28,7 @@ from typing import Any
 
 import dask.dataframe as dd
 import fsspec
+import numpy as np
 import pandas as pd
 from dask.core import flatten, get_dependencies
 from distributed import Client, wait
@@ -311,9 +313,10 @@ class RunOutput:
         runs (the client builds the report meanwhile); yield the URL the dataset will have
         once committed.
 
-        The result columns are split by row id over as many partitions as the input has
-        and joined to the input's (id, label) rows by a shuffle, so each worker receives
-        its share of them, never the whole table. Leaving waits for every partition's
+        The result columns are split by row id over as many partitions as the input has,
+        each part sent to a worker as it is cut (:func:`scattered`), and joined to the
+        input's (id, label) rows by a shuffle, so each worker receives its share of them,
+        never the whole table. Leaving waits for every partition's
         write to end (:meth:`_submit_frame`) and raises the first error; where the body
         failed too, its error is raised and the write's is logged.
 
@@ -326,7 +329,10 @@ class RunOutput:
         table : pandas.DataFrame
             Result columns indexed by row id, sorted.
         """
-        results = dd.from_pandas(table, npartitions=max(frame.npartitions, 1), sort=True)
+        id_type = frame._meta[id_col].dtype  # as Dask reads them (strings: Arrow's)
+        if table.index.dtype != id_type:
+            table = table.set_axis(table.index.astype(id_type), axis=0)
+        results = scattered(client, table, max(frame.npartitions, 1))
         rows = frame[[id_col, label_col]].merge(
             results, left_on=id_col, right_index=True, how="left"
         )
@@ -486,6 +492,17 @@ class RunOutput:
                 self._remove_empty(self._created)
         except Exception:
             logger.warning("could not remove %s: remove it once the run has ended", self._lock)
+
+
+def scattered(client: Client, table: pd.DataFrame, n_parts: int) -> dd.DataFrame:
+    """``table`` (indexed by row id, ascending) as a Dask dataframe of about ``n_parts``
+    partitions cut by id, each sent to the workers as it is cut: no whole copy of the
+    table is made here, and none travels inside a task graph."""
+    bounds = np.unique(np.linspace(0, len(table), min(n_parts, len(table)) + 1).astype(int))
+    parts = [client.scatter(table.iloc[a:b], hash=False) for a, b in itertools.pairwise(bounds)]
+    index = table.index
+    divisions = (*index[bounds[:-1]], index[-1])
+    return dd.from_delayed(parts, meta=table.iloc[:0], divisions=divisions, verify_meta=False)
 
 
 def _gone(pid: Any) -> bool:
