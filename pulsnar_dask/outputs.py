@@ -35,7 +35,7 @@ from distributed import Client, wait
 from fsspec.implementations.local import LocalFileSystem
 
 from pulsnar_dask.core.model import PUModel
-from pulsnar_dask.dask_executor.sending import sent_once
+from pulsnar_dask.dask_executor.sending import sent_once, share
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.io import RUN_SUMMARY
 
@@ -401,7 +401,7 @@ class RunOutput:
         names = list(flatten(expr.__dask_keys__()))
         graph = dict(expr.__dask_graph__())
         parts = sorted(get_dependencies(graph, names[0]), key=str)  # the writing's barrier
-        with sent_once():  # writing_predictions' result columns, split over the partitions
+        with sent_once():  # a large graph: many partitions' writes
             return client.get(graph, [*names, *parts], sync=False)
 
     def write_model(self, model: PUModel) -> str:
@@ -496,10 +496,12 @@ class RunOutput:
 
 def scattered(client: Client, table: pd.DataFrame, n_parts: int) -> dd.DataFrame:
     """``table`` (indexed by row id, ascending) as a Dask dataframe of about ``n_parts``
-    partitions cut by id, each sent to the workers as it is cut: no whole copy of the
-    table is made here, and none travels inside a task graph."""
+    partitions cut by id, each sent to the workers as it is cut (:func:`share`: a task
+    that returns it, so that a worker lost while they are written has the scheduler
+    send it again): no whole copy of the table is made here, and none travels inside a
+    task graph."""
     bounds = np.unique(np.linspace(0, len(table), min(n_parts, len(table)) + 1).astype(int))
-    parts = [client.scatter(table.iloc[a:b], hash=False) for a, b in itertools.pairwise(bounds)]
+    parts = [share(client, table.iloc[a:b]) for a, b in itertools.pairwise(bounds)]
     index = table.index
     divisions = (*index[bounds[:-1]], index[-1])
     return dd.from_delayed(parts, meta=table.iloc[:0], divisions=divisions, verify_meta=False)

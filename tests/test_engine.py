@@ -14,8 +14,8 @@ from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.dask_executor import engine
-from pulsnar_dask.dask_executor.engine import run_job, share
-from pulsnar_dask.dask_executor.sending import LARGE_GRAPH
+from pulsnar_dask.dask_executor.engine import run_job
+from pulsnar_dask.dask_executor.sending import LARGE_GRAPH, share
 from pulsnar_dask.io import read_pu_parquet, write_pu_parquet
 from pulsnar_dask.outputs import RunOutput
 

@@ -117,12 +117,12 @@ def piece_scores(
     (None: the rows as collected), subproblem and form (``forms``: configs whose readers
     read counts or rows), each row weighed as the resample weighs its id; the rows are
     made ready to count once (:class:`~pulsnar_dask.core.score_counts.RowsToCount`)."""
+    weights = _label_weights(piece, seed)  # checks the unlabeled rows first
     cells = [cell_of(p) for p, _, _ in piece]
     counted = [
         RowsToCount(p, y, c) if not all(map(reads_rows, forms)) else None
         for (p, y, _), c in zip(piece, cells, strict=True)
     ]
-    weights = _label_weights(piece, seed)
     out = []
     for b in resamples:
         row = []

@@ -15,7 +15,7 @@ import pandas as pd
 from distributed import Client
 
 from pulsnar_dask.core.model import PUModel
-from pulsnar_dask.dask_executor.engine import share
+from pulsnar_dask.dask_executor.sending import share
 from pulsnar_dask.pipeline.checks import (
     check_id_counts,
     check_representable,

@@ -55,7 +55,6 @@ from pulsnar_dask.core.folds import (
 from pulsnar_dask.core.map_reduce import (
     Tally,
     id_checksum,
-    identity,
     piece_tally,
     summed,
     summed_over,
@@ -71,7 +70,7 @@ from pulsnar_dask.core.subproblem import check_subproblem
 from pulsnar_dask.core.subtypes import importance_model_gain
 from pulsnar_dask.dask_executor.malloc import with_heap_blocks
 from pulsnar_dask.dask_executor.partitions import stored
-from pulsnar_dask.dask_executor.sending import sent_once
+from pulsnar_dask.dask_executor.sending import share
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.io import PUFrame
 from pulsnar_dask.pipeline.checks import (
@@ -204,16 +203,6 @@ def _distinct_counts(part: pd.DataFrame) -> pd.DataFrame:
     """Each column's number of distinct values in one partition (one row; the largest over
     the partitions is a lower bound of the table's)."""
     return part.nunique(dropna=False).to_frame().T.astype("int64")
-
-
-def share(client: Client, value: Any) -> Future:
-    """Put a value many tasks need on the cluster once, as a task that returns it (a
-    graph would carry it again with each computation). Tasks fetch it from the worker
-    that holds it, and if that worker is lost the scheduler computes it again from the
-    task: scattered data would be gone, and a broadcast scatter waited for ever on a
-    killed worker (``tests/test_reliability.py``)."""
-    with sent_once():
-        return client.submit(identity, value, pure=False)
 
 
 @contextlib.contextmanager

@@ -3,8 +3,8 @@
 Distributed warns (``UserWarning``, "Sending large graph of size ...") when a graph it
 submits is over ``distributed.admin.large-graph-warning-threshold`` (10 MB), and advises
 sending the data once as a future that tasks then fetch. That is what the engine does
-with the arrays many tasks need (:func:`~pulsnar_dask.dask_executor.engine.share`), and
-the results the workers write are split over partitions and sent once: the warning then
+with the arrays many tasks need (:func:`share`), and the results the workers write
+are split over partitions and sent once: the warning then
 only tells a user of a large run about a transfer that is by design.
 """
 
@@ -14,6 +14,11 @@ import contextlib
 import threading
 import warnings
 from collections.abc import Iterator
+from typing import Any
+
+from distributed import Client, Future
+
+from pulsnar_dask.core.map_reduce import identity
 
 LARGE_GRAPH = "Sending large graph"  # the start of distributed's warning
 
@@ -31,3 +36,13 @@ def sent_once() -> Iterator[None]:
     with _FILTERS, warnings.catch_warnings():
         warnings.filterwarnings("ignore", LARGE_GRAPH, UserWarning)
         yield
+
+
+def share(client: Client, value: Any) -> Future:
+    """Put a value many tasks need on the cluster once, as a task that returns it (a
+    graph would carry it again with each computation). Tasks fetch it from the worker
+    that holds it, and if that worker is lost the scheduler computes it again from the
+    task: scattered data would be gone, and a broadcast scatter waited for ever on a
+    killed worker (``tests/test_reliability.py``)."""
+    with sent_once():
+        return client.submit(identity, value, pure=False)
