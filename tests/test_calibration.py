@@ -8,7 +8,9 @@ from pulsnar_dask.core.calibration import (
     calibrate,
     expected_calibration_error,
     fit_calibration_map,
+    flip_bins,
     flip_labels,
+    flip_shares,
     flips_per_bin,
     isotonic_thresholds,
 )
@@ -83,9 +85,9 @@ def test_calibrate_rejects_unknown_options():
 def _combined(row_ids, parts):
     """RowOutputs' combined probability of (ids, probabilities) parts (their labels all
     unlabeled but one positive, which the calibration needs)."""
-    out = RowOutputs(row_ids, None, PUConfig(), 0)
+    out = RowOutputs(row_ids, None, None, 0)
     for ids, p in parts:
-        out.add(ids, (np.arange(ids.size) == 0).astype(np.int8), p, 0.1)
+        out.add(ids, (np.arange(ids.size) == 0).astype(np.int8), p, None)
     return out.probability
 
 
@@ -152,27 +154,66 @@ def _subproblem(ids, labels, proba, alpha):
     return replace(sub, estimate=replace(sub.estimate, alpha=alpha))
 
 
-def test_calibrated_outputs_one_subproblem_is_algorithm_3():
-    from pulsnar_dask.core.subproblem import calibrate_subproblem
+def _expected_labels(sub):
+    """Algorithm 3's new labels of a subproblem's rows as expected values: 1 for a
+    positive, the share of its bin's unlabeled rows flipped for an unlabeled row."""
+    p, y = sub.probabilities, sub.labels
+    unlabeled = y == 0
+    members = np.bincount(flip_bins(p[unlabeled]), minlength=100)
+    shares = flip_shares(p[y == 1], members, sub.alpha)
+    return np.where(unlabeled, shares[flip_bins(p)], 1.0)
 
+
+def test_flip_shares_are_the_draws_per_bin():
+    rng = np.random.default_rng(4)
+    pos, unl = rng.beta(5, 2, 800), rng.beta(2, 4, 5000)
+    members = np.bincount(flip_bins(unl), minlength=100)
+    shares = flip_shares(pos, members, 0.25)
+    flipped = flip_labels(pos, unl, 0.25, random_state=1)
+    np.testing.assert_allclose(
+        shares * members, np.bincount(flip_bins(unl[flipped]), minlength=100)
+    )
+    assert (shares * members).sum() == pytest.approx(round(0.25 * unl.size))
+
+
+@pytest.mark.parametrize("method", ["isotonic", "sigmoid"])
+@pytest.mark.parametrize("data", ["PU", "U"])
+def test_calibration_on_counts_is_the_fit_on_the_rows(method, data):
+    """The map fitted on the grid's counts against the same regression on every row with
+    its expected new label (the oracle): they differ only inside a grid cell. One draw of
+    the flips (Algorithm 3 as the paper runs it) lands close to both."""
     rng = np.random.default_rng(0)
-    labels = (rng.random(3000) < 0.3).astype(np.int8)
-    proba = np.clip(rng.beta(2, 5, 3000) + 0.4 * labels, 0, 1)
-    ids = np.arange(3000)
+    labels = (rng.random(6000) < 0.3).astype(np.int8)
+    proba = np.clip(rng.beta(2, 5, 6000) + 0.4 * labels, 0, 1)
+    ids = np.arange(6000)
     sub = _subproblem(ids, labels, proba, 0.2)
-    for data in ("PU", "U"):
-        config = PUConfig(calibration_data=data)
-        np.testing.assert_allclose(
-            outputs_on_rows(ids[::-1], [sub], config, 3).calibrated(),
-            calibrate_subproblem(sub, config, 3)[::-1],
-        )
+    config = PUConfig(calibration_data=data, calibration_method=method)
+    got = outputs_on_rows(ids, [sub], config, 3).calibrated()
+    rows = labels == 0 if data == "U" else np.ones(labels.size, dtype=bool)
+    oracle = _fit_on_rows(proba[rows], _expected_labels(sub)[rows], method)(proba)
+    assert np.abs(got - oracle).mean() < 1e-3
+    drawn = calibrate(proba, labels, 0.2, method=method, data=data, random_state=3)
+    assert np.abs(got - drawn).mean() < 0.01
+
+
+def _fit_on_rows(p, expected, method):
+    """The regression of expected labels on every row: isotonic on the rows as they are,
+    logistic on each row as its positive and its negative share (scikit-learn)."""
+    if method == "isotonic":
+        return fit_calibration_map(p, expected, None, method)
+    from sklearn.linear_model import LogisticRegression
+
+    both = np.r_[expected, 1 - expected]
+    model = LogisticRegression().fit(
+        np.r_[p, p].reshape(-1, 1), np.r_[np.ones(p.size), np.zeros(p.size)], sample_weight=both
+    )
+    return lambda q: model.predict_proba(np.asarray(q).reshape(-1, 1))[:, 1]
 
 
 def test_calibrated_outputs_pu_fits_the_union_of_cluster_flips():
     """Two clusters share the unlabeled rows: the P+U fit keeps the mean of the union of
-    the new labels (isotonic regression preserves it); rows in no subproblem stay NaN."""
-    from pulsnar_dask.core.calibration import relabeled
-
+    the new labels, an unlabeled row counting as the chance that either cluster flips it;
+    rows in no subproblem stay NaN."""
     rng = np.random.default_rng(1)
     unl = np.arange(100, 2100)
     subs = []
@@ -184,12 +225,13 @@ def test_calibrated_outputs_pu_fits_the_union_of_cluster_flips():
     all_ids = np.arange(2101)  # 2100 is in no subproblem
     out = outputs_on_rows(all_ids, subs, PUConfig(), seed=0).calibrated()
     assert np.isnan(out[2100]) and np.isfinite(out[:2100]).all()
-    union = np.zeros(2100)
+    kept = np.ones(2100)
     for s in subs:
-        union[s.row_ids] = np.maximum(
-            union[s.row_ids], relabeled(s.probabilities, s.labels, s.alpha, random_state=0)
-        )
-    assert out[:2100].mean() == pytest.approx(union.mean())
+        kept[s.row_ids] *= 1.0 - _expected_labels(s)
+    union = 1.0 - kept
+    # isotonic regression keeps the mean of its points, each cell's rows at their mean
+    # probability; the map read at the rows' own probabilities moves it by a little
+    assert out[:2100].mean() == pytest.approx(union.mean(), abs=1e-4)
     assert union[unl].sum() > round(0.15 * unl.size)  # more than either cluster's flips
 
 

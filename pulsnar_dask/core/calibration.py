@@ -16,6 +16,7 @@ import numpy as np
 
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import CALIBRATION_DATA, CALIBRATION_METHODS
+from pulsnar_dask.core.grid import N_CELLS, cell_of
 
 
 def flips_per_bin(
@@ -71,18 +72,59 @@ def flip_labels(
     rng = np.random.default_rng(random_state)
     u = np.asarray(unlabeled_probabilities, dtype=float)
     n_flips = int(np.round(alpha * u.size))
+    bins = flip_bins(u, n_bins)
     wanted = flips_per_bin(positive_probabilities, n_flips, n_bins)
-    bins = np.minimum((u * n_bins).astype(np.int64), n_bins - 1)
+    takes = takes_of_counts(wanted, np.bincount(bins, minlength=n_bins))
     flipped = np.zeros(u.size, dtype=bool)
-    carry = 0
-    for b in range(n_bins - 1, -1, -1):
-        members = np.flatnonzero(bins == b)
-        need = int(wanted[b]) + carry
-        take = min(need, members.size)
-        carry = need - take
-        if take:
-            flipped[rng.choice(members, take, replace=False)] = True
+    for b in np.flatnonzero(takes)[::-1]:
+        flipped[rng.choice(np.flatnonzero(bins == b), takes[b], replace=False)] = True
     return flipped
+
+
+def flip_bins(probabilities: np.ndarray, n_bins: int = 100) -> np.ndarray:
+    """Each probability's equal bin on [0, 1] (1 in the last), as int64."""
+    return np.minimum(
+        (np.asarray(probabilities, dtype=float) * n_bins).astype(np.int64), n_bins - 1
+    )
+
+
+def takes_of_counts(wanted: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """Flips each bin takes, walking the bins from the top down and carrying a bin's
+    shortfall (``wanted`` over its ``members``, the unlabeled rows in it) to the next
+    lower one.
+
+    Returns
+    -------
+    ndarray of int64 of shape (n_bins,)
+        At most ``members`` in each bin.
+    """
+    takes = np.zeros(len(members), dtype=np.int64)
+    carry = 0
+    for b in range(len(members) - 1, -1, -1):
+        need = int(wanted[b]) + carry
+        takes[b] = min(need, int(members[b]))
+        carry = need - takes[b]
+    return takes
+
+
+def flip_shares(
+    positive_probabilities: np.ndarray, members: np.ndarray, alpha: float
+) -> np.ndarray:
+    """Each equal bin's chance that :func:`flip_labels` flips an unlabeled row in it, from
+    the counts of unlabeled rows in the bins (``members``, of shape (n_bins,)): the
+    expected new label of such a row, which the calibration fits on counts
+    (:func:`fit_map_on_cells`) instead of one draw of the flips.
+
+    Returns
+    -------
+    ndarray of float of shape (n_bins,)
+        ``takes / members`` (0 in an empty bin).
+    """
+    members = np.asarray(members)
+    n_bins = members.size
+    n_flips = int(np.round(alpha * members.sum()))
+    takes = takes_of_counts(flips_per_bin(positive_probabilities, n_flips, n_bins), members)
+    return np.divide(takes, members, out=np.zeros(n_bins), where=members > 0)
 
 
 def calibrate(
@@ -193,7 +235,9 @@ class CalibrationMap:
 TIE_RESOLUTION = 1e-15
 
 
-def isotonic_thresholds(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def isotonic_thresholds(
+    x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The thresholds of scikit-learn's ``IsotonicRegression(y_min=0, y_max=1)`` fitted
     to ``y`` on ``x`` (its ``X_thresholds_`` and ``y_thresholds_``, the same numbers),
     without importing scikit-learn: its import (about 0.5 s of CPU, most of it
@@ -211,7 +255,9 @@ def isotonic_thresholds(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.nd
         Probabilities, taken as float64 (scikit-learn would work in float32 on float32
         values, and merge ties within 1e-6).
     y : array-like of shape (n,)
-        0/1 labels.
+        0/1 labels, or the mean label of the rows a point stands for.
+    weights : array-like of shape (n,) or None
+        The rows each point stands for (None: one each).
 
     Returns
     -------
@@ -228,12 +274,13 @@ def isotonic_thresholds(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.nd
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if not x.size or not np.isfinite(x).all():
         raise ValueError("isotonic calibration needs at least one row and finite probabilities")
+    w = np.ones(x.size) if weights is None else np.asarray(weights, dtype=float)
     order = np.lexsort((y, x))
-    x, y = x[order], y[order]
+    x, y, w = x[order], y[order], w[order]
     starts = _run_starts(x)
-    weights = np.diff(np.append(starts, x.size)).astype(float)
-    x, y = x[starts], np.add.reduceat(y, starts) / weights
-    y = np.clip(isotonic_regression(y, weights=weights, increasing=True).x, 0.0, 1.0)
+    run_y, w = np.add.reduceat(y * w, starts), np.add.reduceat(w, starts)
+    x, y = x[starts], run_y / w
+    y = np.clip(isotonic_regression(y, weights=w, increasing=True).x, 0.0, 1.0)
     keep = np.ones(y.size, dtype=bool)
     keep[1:-1] = (y[1:-1] != y[:-2]) | (y[1:-1] != y[2:])
     return x[keep], y[keep]
@@ -285,17 +332,77 @@ def fit_calibration_map(
     check_choice("calibration method", method, CALIBRATION_METHODS)
     p = np.asarray(probabilities, dtype=float)
     rows = slice(None) if fit_rows is None else fit_rows
+    return _fitted(p[rows], np.asarray(new_labels, dtype=float)[rows], None, method)
+
+
+def _fitted(
+    x: np.ndarray, y: np.ndarray, weights: np.ndarray | None, method: str
+) -> CalibrationMap:
+    """The map regressing ``y`` (0/1, or a point's mean label) on ``x``, each point
+    weighing ``weights`` rows (None: one)."""
     if method == "isotonic":
-        x, y = isotonic_thresholds(p[rows], np.asarray(new_labels, dtype=float)[rows])
+        x, y = isotonic_thresholds(x, y, weights)
         return CalibrationMap(method, tuple(x.tolist()), tuple(y.tolist()))
     # scikit-learn is imported here, not by the distributed job's client at start-up.
     from sklearn.linear_model import LogisticRegression
 
     model = LogisticRegression()
-    model.fit(p[rows].reshape(-1, 1), new_labels[rows])
+    if weights is None:
+        model.fit(x.reshape(-1, 1), y)
+    else:  # each point as its positive and its negative rows
+        both = np.r_[weights * y, weights * (1 - y)]
+        keep = both > 0
+        labels = np.r_[np.ones(x.size), np.zeros(x.size)]
+        model.fit(np.r_[x, x][keep].reshape(-1, 1), labels[keep], sample_weight=both[keep])
     return CalibrationMap(
         method, coef=float(model.coef_[0, 0]), intercept=float(model.intercept_[0])
     )
+
+
+def cell_sums(probabilities: np.ndarray, new_labels: np.ndarray) -> np.ndarray:
+    """The rows, their probabilities and their new labels summed in each cell of the
+    probability grid (:mod:`pulsnar_dask.core.grid`): what :func:`fit_map_on_cells`
+    reads. Sums of pieces of the rows add up to the sums of all of them.
+
+    Parameters
+    ----------
+    probabilities : ndarray of shape (n,)
+    new_labels : ndarray of shape (n,)
+        0/1, or a row's chance of being flipped (:func:`flip_shares`).
+
+    Returns
+    -------
+    ndarray of float of shape (3, N_CELLS)
+        Rows, sum of probabilities, sum of new labels.
+    """
+    p = np.asarray(probabilities, dtype=float)
+    cells = cell_of(p)
+    return np.stack(
+        [
+            np.bincount(cells, minlength=N_CELLS).astype(float),
+            np.bincount(cells, weights=p, minlength=N_CELLS),
+            np.bincount(cells, weights=np.asarray(new_labels, dtype=float), minlength=N_CELLS),
+        ]
+    )
+
+
+def fit_map_on_cells(sums: np.ndarray, method: str = "isotonic") -> CalibrationMap:
+    """:func:`fit_calibration_map` on :func:`cell_sums`: each cell's rows as one point at
+    their mean probability, with their mean new label, weighing as many rows. A cell is
+    1/4096 wide or less, so the map differs from the fit on the rows only inside a cell.
+
+    Raises
+    ------
+    ValueError
+        For no rows.
+    """
+    check_choice("calibration method", method, CALIBRATION_METHODS)
+    n, sum_p, sum_y = np.asarray(sums, dtype=float)
+    filled = n > 0
+    if not filled.any():
+        raise ValueError("calibration needs at least one row")
+    n = n[filled]
+    return _fitted(sum_p[filled] / n, np.clip(sum_y[filled] / n, 0.0, 1.0), n, method)
 
 
 def fit_calibration(

@@ -20,7 +20,7 @@ from pulsnar_dask.core.alpha import (
     estimate_alpha,
     read_scores,
 )
-from pulsnar_dask.core.calibration import calibrate
+from pulsnar_dask.core.calibration import fit_map_on_cells, flip_shares
 from pulsnar_dask.core.claims import (
     Claim,
     claim_of,
@@ -30,7 +30,12 @@ from pulsnar_dask.core.claims import (
     subtype_groups,
     union_weight,
 )
-from pulsnar_dask.core.combine import RowOutputs
+from pulsnar_dask.core.combine import (
+    Calibration,
+    RowOutputs,
+    piece_calibration_sums,
+    piece_flip_members,
+)
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import NO_COPIES, CopyGroups, assign_folds, training_subsample
 from pulsnar_dask.core.map_reduce import (
@@ -321,18 +326,6 @@ def run_subproblem(
     return estimate_subproblem(row_ids, labels, proba, config, seed)
 
 
-def calibrate_subproblem(result: SubproblemResult, config: PUConfig, seed: int) -> np.ndarray:
-    """Return calibrated probabilities of a subproblem's rows (Algorithm 3)."""
-    return calibrate(
-        result.probabilities,
-        result.labels,
-        result.alpha,
-        method=config.calibration_method,
-        data=config.calibration_data,
-        random_state=seed,
-    )
-
-
 def outputs_on_rows(
     row_ids: np.ndarray,
     subproblems: Sequence[SubproblemResult],
@@ -342,7 +335,7 @@ def outputs_on_rows(
     claim_alphas: Sequence[float] | None = None,
 ) -> RowOutputs:
     """:class:`~pulsnar_dask.core.combine.RowOutputs` of subproblems whose rows are held
-    here.
+    here, calibrated (:func:`subproblems_calibration`).
 
     Parameters
     ----------
@@ -356,11 +349,33 @@ def outputs_on_rows(
     claim_alphas : sequence of float or None
         The alpha each subproblem claims (None: its own).
     """
-    out = RowOutputs(row_ids, labels, config, seed)
-    claims = [None] * len(subproblems) if claim_alphas is None else list(claim_alphas)
+    out = RowOutputs(row_ids, labels, subproblems_calibration(subproblems, config), seed)
+    claims = subproblem_claims(subproblems, claim_alphas)
     for r, claim in zip(subproblems, claims, strict=True):
-        out.add(r.row_ids, r.labels, r.probabilities, r.alpha, claim)
+        out.add(r.row_ids, r.labels, r.probabilities, claim if labels is not None else None)
     return out
+
+
+def subproblems_calibration(
+    subproblems: Sequence[SubproblemResult], config: PUConfig, map_reduce: MapReduce = in_memory
+) -> Calibration:
+    """The :class:`~pulsnar_dask.core.combine.Calibration` of subproblems that hold the
+    same unlabeled rows, at their alphas, by ``config.calibration_data`` and
+    ``config.calibration_method``, fitted on counts summed over the rows' pieces by
+    ``map_reduce`` (two passes: the unlabeled rows in Algorithm 3's bins, then the sums
+    the maps are fitted on)."""
+    pieces = [r.pieces for r in subproblems]
+    (members,) = map_reduce(piece_flip_members, identity, pieces, [()])
+    shares = [
+        flip_shares(r.positive_probabilities, m, r.alpha)
+        for r, m in zip(subproblems, members, strict=True)
+    ]
+    per_subproblem = config.calibration_data == "U"
+    (sums,) = map_reduce(piece_calibration_sums, identity, pieces, [(shares, per_subproblem)])
+    method = config.calibration_method
+    if per_subproblem:
+        return Calibration(None, [fit_map_on_cells(s, method) for s in sums])
+    return Calibration(fit_map_on_cells(sums, method), None)
 
 
 def piece_overlaps(piece: Piece, claims: Sequence[Claim]) -> np.ndarray:
@@ -378,10 +393,13 @@ def piece_group_unions(
     return np.array([union_weight([cells[s] for s in subs], claims) for subs, claims in united])
 
 
-def subproblem_claims(subproblems: Sequence[SubproblemResult]) -> list[Claim]:
-    """Each subproblem's :func:`~pulsnar_dask.core.claims.claim_of` at its alpha, from
-    its counts."""
-    return [claim_of(r.counts.cell_weights(0), r.alpha) for r in subproblems]
+def subproblem_claims(
+    subproblems: Sequence[SubproblemResult], alphas: Sequence[float] | None = None
+) -> list[Claim]:
+    """Each subproblem's :func:`~pulsnar_dask.core.claims.claim_of` at its alpha (or at
+    ``alphas``), from its counts."""
+    alphas = [r.alpha for r in subproblems] if alphas is None else alphas
+    return [claim_of(r.counts.cell_weights(0), a) for r, a in zip(subproblems, alphas, strict=True)]
 
 
 def group_subproblems(

@@ -14,7 +14,12 @@ from pulsnar_dask.core.combine import RowOutputs
 from pulsnar_dask.core.interval import AlphaInterval, alpha_interval
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.model import Component, subproblem_components
-from pulsnar_dask.core.subproblem import check_subproblem, subproblems_alpha
+from pulsnar_dask.core.subproblem import (
+    check_subproblem,
+    subproblem_claims,
+    subproblems_alpha,
+    subproblems_calibration,
+)
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.executor import ScoreRequest
 from pulsnar_dask.pipeline.job import Job, Reading
@@ -127,17 +132,19 @@ def outputs_of(
     config, seed, executor = job.config, job.seed, job.executor
     if calibrate or classify:
         job.stage("calibrating probabilities")
-    rows = RowOutputs(job.row_ids, job.labels if classify else None, config, seed)
-    for r, claim_alpha in zip(reading.first, cluster_alphas, strict=True):
-        rows.add(*job.rows_of(r), r.alpha, claim_alpha)  # one subproblem's rows at a time
+    calibration = subproblems_calibration(reading.first, config, executor.map_reduce)
+    rows = RowOutputs(job.row_ids, job.labels if classify else None, calibration, seed)
+    claims = subproblem_claims(reading.first, cluster_alphas) if classify else None
+    for c, r in enumerate(reading.first):
+        rows.add(*job.rows_of(r), claims[c] if claims else None)  # one subproblem at a time
     reading.release_pieces(executor)  # the workers' copies of the probabilities are done with
     probability = rows.probability
-    model_map, per_subproblem = rows.calibration()
+    model_map = calibration.combined
     calibrated = improved = metrics = None
     if calibrate or classify:
-        calibrated = rows.calibrated(model_map)
+        calibrated = rows.calibrated()
     if not classify:
-        components = subproblem_components(reading.first, per_subproblem)
+        components = subproblem_components(reading.first, calibration.per_subproblem)
         return Outputs(probability, calibrated, None, None, components, model_map)
     # with true labels, the PU classifier the retrain is compared with: PULSCAR's scoring,
     # trained alongside the retrain where the run read PULSNAR
