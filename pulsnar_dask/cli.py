@@ -377,13 +377,12 @@ def _import_in_background(modules: Sequence[str]) -> None:
 
 
 def _run(args: argparse.Namespace) -> dict:
-    import pandas as pd
     from distributed import performance_report
 
     from pulsnar_dask.dask_executor.connect import connect
     from pulsnar_dask.dask_executor.engine import run_job
     from pulsnar_dask.io import parse_storage_options, read_pu_parquet
-    from pulsnar_dask.outputs import RunOutput
+    from pulsnar_dask.outputs import RunOutput, results_frame
     from pulsnar_dask.report import build_report
 
     config = config_from_args(args)
@@ -442,19 +441,15 @@ def _run(args: argparse.Namespace) -> dict:
                     show_progress=not args.quiet and sys.stderr.isatty(),
                     on_stage=lambda _: _stop_if_signalled(),  # a lost signal stops here
                 )
-            columns = {"probability": result.probability}
-            if result.calibrated is not None:
-                columns["calibrated_probability"] = result.calibrated
-            if result.improved is not None:
-                columns["improved_probability"] = result.improved
-            table = pd.DataFrame(columns, index=pd.Index(result.row_ids, name=puf.id))
+            # as Dask reads the ids (strings: Arrow's)
+            results = results_frame(client, result.rows, puf.id, puf.frame._meta[puf.id].dtype)
             summary = result.summary()
             logger.info("writing the predictions, the report and the summary to %s", args.out)
             summary["input"] = args.input
             summary["left_out_columns"] = puf.left_out(result.model.schema.names)
             with _writing(args.out):
                 with output.writing_predictions(
-                    client, puf.frame, puf.id, puf.label, table
+                    client, puf.frame, puf.id, puf.label, results
                 ) as summary["predictions"]:  # the workers write while the report is built
                     summary["model"] = output.write_model(result.model)
                     page, images = build_report(result, summary)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import errno
-import itertools
 import json
 import logging
 import os
@@ -28,16 +27,17 @@ from typing import Any
 
 import dask.dataframe as dd
 import fsspec
-import numpy as np
 import pandas as pd
 from dask.core import flatten, get_dependencies
 from distributed import Client, wait
 from fsspec.implementations.local import LocalFileSystem
 
+from pulsnar_dask.core.combine import RowOutputs
 from pulsnar_dask.core.model import PUModel
-from pulsnar_dask.dask_executor.sending import sent_once, share
+from pulsnar_dask.dask_executor.sending import sent_once
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.io import RUN_SUMMARY
+from pulsnar_dask.pipeline.result import HeldRows
 
 logger = logging.getLogger(__name__)
 
@@ -307,18 +307,17 @@ class RunOutput:
         frame: dd.DataFrame,
         id_col: str,
         label_col: str,
-        table: pd.DataFrame,
+        results: dd.DataFrame,
     ) -> Iterator[str]:
         """Have the workers write (id, label, result columns) as Parquet while the body
         runs (the client builds the report meanwhile); yield the URL the dataset will have
         once committed.
 
-        The result columns are split by row id over as many partitions as the input has,
-        each part sent to a worker as it is cut (:func:`scattered`), and joined to the
+        The result columns (:func:`results_frame`, held by the workers) are joined to the
         input's (id, label) rows by a shuffle, so each worker receives its share of them,
-        never the whole table. Leaving waits for every partition's
-        write to end (:meth:`_submit_frame`) and raises the first error; where the body
-        failed too, its error is raised and the write's is logged.
+        and none comes here. Leaving waits for every partition's write to end
+        (:meth:`_submit_frame`) and raises the first error; where the body failed too,
+        its error is raised and the write's is logged.
 
         Parameters
         ----------
@@ -326,16 +325,10 @@ class RunOutput:
             Where the writing runs.
         frame : dask.dataframe.DataFrame
             The input, with ``id_col`` and ``label_col``.
-        table : pandas.DataFrame
-            Result columns indexed by row id, sorted.
+        results : dask.dataframe.DataFrame
+            ``id_col`` and the result columns.
         """
-        id_type = frame._meta[id_col].dtype  # as Dask reads them (strings: Arrow's)
-        if table.index.dtype != id_type:
-            table = table.set_axis(table.index.astype(id_type), axis=0)
-        results = scattered(client, table, max(frame.npartitions, 1))
-        rows = frame[[id_col, label_col]].merge(
-            results, left_on=id_col, right_index=True, how="left"
-        )
+        rows = frame[[id_col, label_col]].merge(results, on=id_col, how="left")
         futures = self._submit_frame(client, rows, [])
         try:
             yield self._url(f"{self.path}/{PREDICTIONS}")
@@ -494,17 +487,36 @@ class RunOutput:
             logger.warning("could not remove %s: remove it once the run has ended", self._lock)
 
 
-def scattered(client: Client, table: pd.DataFrame, n_parts: int) -> dd.DataFrame:
-    """``table`` (indexed by row id, ascending) as a Dask dataframe of about ``n_parts``
-    partitions cut by id, each sent to the workers as it is cut (:func:`share`: a task
-    that returns it, so that a worker lost while they are written has the scheduler
-    send it again): no whole copy of the table is made here, and none travels inside a
-    task graph."""
-    bounds = np.unique(np.linspace(0, len(table), min(n_parts, len(table)) + 1).astype(int))
-    parts = [share(client, table.iloc[a:b]) for a, b in itertools.pairwise(bounds)]
-    index = table.index
-    divisions = (*index[bounds[:-1]], index[-1])
-    return dd.from_delayed(parts, meta=table.iloc[:0], divisions=divisions, verify_meta=False)
+def results_frame(client: Client, rows: HeldRows, id_col: str, id_type: Any) -> dd.DataFrame:
+    """A run's result columns as a Dask dataframe of ``id_col`` (as ``id_type``, the
+    input's id type as Dask reads it) and ``probability``, with
+    ``calibrated_probability`` and ``improved_probability`` where the run made them: one
+    partition per partition of the rows, computed by the workers that hold them."""
+    retrained = rows.retrained or [None] * len(rows.parts)
+    futures = [
+        client.submit(_results_part, part, retrain, id_col, id_type, pure=False)
+        for part, retrain in zip(rows.parts, retrained, strict=True)
+    ]
+    meta = client.submit(_empty, futures[0]).result()  # the columns, no row
+    return dd.from_delayed(futures, meta=meta, verify_meta=False)
+
+
+def _empty(table: pd.DataFrame) -> pd.DataFrame:
+    return table.iloc[:0]
+
+
+def _results_part(
+    outputs: RowOutputs, retrained: tuple | None, id_col: str, id_type: Any
+) -> pd.DataFrame:
+    """One partition's result columns (:func:`results_frame`)."""
+    table = pd.DataFrame({id_col: outputs.row_ids, "probability": outputs.probability})
+    if outputs.calibrated is not None:
+        table["calibrated_probability"] = outputs.calibrated
+    if retrained is not None:
+        proba, _, ids = retrained
+        improved = pd.DataFrame({id_col: ids, "improved_probability": proba})
+        table = table.merge(improved, on=id_col, how="outer")
+    return table.astype({id_col: id_type})
 
 
 def _gone(pid: Any) -> bool:

@@ -14,9 +14,14 @@ from pulsnar_dask.core.calibration import (
     flips_per_bin,
     isotonic_thresholds,
 )
-from pulsnar_dask.core.combine import RowOutputs
+from pulsnar_dask.core.combine import piece_outputs
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.subproblem import estimate_subproblem, outputs_on_rows
+from pulsnar_dask.core.map_reduce import identity, in_memory
+from pulsnar_dask.core.subproblem import (
+    estimate_subproblem,
+    subproblem_claims,
+    subproblems_calibration,
+)
 
 
 def test_flips_per_bin_sums_exactly_and_follows_the_histogram():
@@ -82,27 +87,53 @@ def test_calibrate_rejects_unknown_options():
         calibrate(p, y, 0.1, data="P")
 
 
-def _combined(row_ids, parts):
-    """RowOutputs' combined probability of (ids, probabilities) parts (their labels all
-    unlabeled but one positive, which the calibration needs)."""
-    out = RowOutputs(row_ids, None, None, 0)
-    for ids, p in parts:
-        out.add(ids, (np.arange(ids.size) == 0).astype(np.int8), p, None)
-    return out.probability
+def _outputs(row_ids, subs, config, seed, claim_alphas=None):
+    """The run's outputs of subproblems held here, on ``row_ids``: calibrated, and the
+    rows each subproblem claims at ``claim_alphas`` (None: its own alpha)."""
+    calibration = subproblems_calibration(subs, config)
+    claims = subproblem_claims(subs, claim_alphas)
+    pieces = [s.pieces for s in subs]
+    (out,) = in_memory(piece_outputs, identity, pieces, [(calibration, claims, seed)])
+    return out.on(row_ids)
+
+
+def _pieces(ids, labels, *probabilities):
+    """One partition's rows of each subproblem, every one holding ``ids``."""
+    return [(np.asarray(p, dtype=float), labels, ids) for p in probabilities]
 
 
 def test_combination_formula():
-    p = np.array([[0.5, 0.2, 0.0], [0.5, 0.0, 1.0]])
-    ids = np.arange(3)
-    np.testing.assert_allclose(_combined(ids, [(ids, p[0]), (ids, p[1])]), [0.75, 0.2, 1.0])
+    ids, labels = np.arange(4), np.array([0, 0, 0, 0])
+    p = np.array([[0.5, 0.2, 0.0, 0.3], [0.5, 0.0, 1.0, 0.3]])
+    out = piece_outputs(_pieces(ids, labels, *p), None, None, 0)
+    np.testing.assert_allclose(out.probability, [0.75, 0.2, 1.0, 1 - 0.7 * 0.7])
+    assert out.calibrated is None and out.claimed is None
 
 
-def test_combined_probability_aligns_by_id_and_marks_unseen_rows():
-    ids = np.array([10, 11, 12, 13])
-    parts = [(np.array([13, 10]), np.array([0.5, 0.2])), (np.array([10, 12]), np.array([0.5, 0.4]))]
-    out = _combined(ids, parts)
-    np.testing.assert_allclose(out[[0, 2, 3]], [1 - 0.8 * 0.5, 0.4, 0.5])
-    assert np.isnan(out[1])
+def test_outputs_put_each_subproblems_positives_after_the_unlabeled_rows():
+    # ids 10 and 13 unlabeled; 12 a positive of the first, 11 of the second
+    first = (np.array([0.2, 0.9, 0.5]), np.array([0, 1, 0]), np.array([10, 12, 13]))
+    second = (np.array([0.5, 0.6, 0.5]), np.array([0, 1, 0]), np.array([10, 11, 13]))
+    out = piece_outputs([first, second], None, None, 0)
+    assert out.row_ids.tolist() == [10, 13, 12, 11]
+    np.testing.assert_allclose(out.probability, [1 - 0.8 * 0.5, 0.75, 0.9, 0.6])
+
+
+def test_outputs_on_rows_align_by_id_and_mark_unseen_rows():
+    pieces = [_pieces(np.array([13, 10]), np.array([0, 0]), [0.5, 0.2])]
+    more = [_pieces(np.array([12]), np.array([0]), [0.4])]
+    out = (piece_outputs(pieces[0], None, None, 0) + piece_outputs(more[0], None, None, 0)).on(
+        np.array([10, 11, 12, 13])
+    )
+    np.testing.assert_allclose(out.probability[[0, 2, 3]], [0.2, 0.4, 0.5])
+    assert np.isnan(out.probability[1])
+
+
+def test_every_subproblem_must_hold_the_same_unlabeled_rows():
+    first = (np.array([0.2, 0.5]), np.array([0, 0]), np.array([10, 13]))
+    second = (np.array([0.2, 0.5]), np.array([0, 0]), np.array([10, 14]))
+    with pytest.raises(ValueError, match="same unlabeled rows"):
+        piece_outputs([first, second], None, None, 0)
 
 
 def test_recovered_labels_flip_each_subproblems_share_by_its_own_ranking():
@@ -112,7 +143,7 @@ def test_recovered_labels_flip_each_subproblems_share_by_its_own_ranking():
     config = PUConfig()
 
     def recovered(subs, alphas):
-        return outputs_on_rows(ids, subs, config, 0, y, alphas).recovered_labels()
+        return np.where(_outputs(ids, subs, config, 0, alphas).claimed, 1, y)
 
     one = estimate_subproblem(ids, y, np.array([0.9, 0.1, 0.8, 0.3, 0.7, 0.95]), config, 0)
     np.testing.assert_array_equal(recovered([one], [0.5]), [1, 0, 1, 0, 1, 1])
@@ -188,7 +219,7 @@ def test_calibration_on_counts_is_the_fit_on_the_rows(method, data):
     ids = np.arange(6000)
     sub = _subproblem(ids, labels, proba, 0.2)
     config = PUConfig(calibration_data=data, calibration_method=method)
-    got = outputs_on_rows(ids, [sub], config, 3).calibrated()
+    got = _outputs(ids, [sub], config, 3).calibrated
     rows = labels == 0 if data == "U" else np.ones(labels.size, dtype=bool)
     oracle = _fit_on_rows(proba[rows], _expected_labels(sub)[rows], method)(proba)
     assert np.abs(got - oracle).mean() < 1e-3
@@ -223,7 +254,7 @@ def test_calibrated_outputs_pu_fits_the_union_of_cluster_flips():
         proba = np.clip(rng.beta(2, 6, ids.size) + 0.5 * labels, 0, 1)
         subs.append(_subproblem(ids, labels, proba, 0.1 + 0.05 * c))
     all_ids = np.arange(2101)  # 2100 is in no subproblem
-    out = outputs_on_rows(all_ids, subs, PUConfig(), seed=0).calibrated()
+    out = _outputs(all_ids, subs, PUConfig(), seed=0).calibrated
     assert np.isnan(out[2100]) and np.isfinite(out[:2100]).all()
     kept = np.ones(2100)
     for s in subs:

@@ -11,13 +11,15 @@ import pytest
 from helpers import run_cli, small_snar
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
+from pulsnar_dask.core.combine import RowOutputs
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.dask_executor import engine
 from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.dask_executor.sending import LARGE_GRAPH, share
 from pulsnar_dask.io import read_pu_parquet, write_pu_parquet
-from pulsnar_dask.outputs import RunOutput
+from pulsnar_dask.outputs import RunOutput, results_frame
+from pulsnar_dask.pipeline.result import HeldRows
 
 
 @pytest.fixture(scope="module")
@@ -356,21 +358,34 @@ def test_data_sent_once_by_design_draws_no_large_graph_warning(client, tmp_path)
     frame = dd.from_pandas(
         pd.DataFrame({"row_id": np.arange(4000), "label": np.arange(4000) % 2}), npartitions=4
     )
-    table = pd.DataFrame({"probability": np.linspace(0, 1, 4000)}, index=frame["row_id"].compute())
     output = RunOutput(str(tmp_path / "out"))
     output.prepare()
     with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1kB"}):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             assert share(client, np.arange(4000)).result().sum() == 4000 * 3999 // 2
-            with output.writing_predictions(client, frame, "row_id", "label", table):
+            results = _results(client, 4000, 4)
+            with output.writing_predictions(client, frame, "row_id", "label", results):
                 pass
         assert [str(w.message) for w in caught if LARGE_GRAPH in str(w.message)] == []
         with pytest.warns(UserWarning, match=LARGE_GRAPH):  # what it is without them
             client.submit(len, np.arange(4000)).result()
     output.commit()
     written = pd.read_parquet(tmp_path / "out" / "predictions").sort_values("row_id")
-    np.testing.assert_allclose(written["probability"], table["probability"])
+    assert written.columns.tolist() == ["row_id", "label", "probability"]
+    np.testing.assert_array_equal(written["label"], np.arange(4000) % 2)
+    np.testing.assert_allclose(written["probability"], np.linspace(0, 1, 4000))
+
+
+def _results(client, n, n_parts):
+    """A run's result columns for rows 0..n-1 (probability i / (n - 1)) as the workers
+    hold them: each partition's outputs a future, the ids of each part in reverse."""
+    ids = np.arange(n)
+    parts = [
+        share(client, RowOutputs(chunk[::-1], chunk[::-1] / (n - 1), None, None))
+        for chunk in np.array_split(ids, n_parts)
+    ]
+    return results_frame(client, HeldRows(parts, None, ids, client.gather), "row_id", np.int64)
 
 
 def test_a_failed_report_waits_for_the_predictions_before_the_staging_goes(client, tmp_path):
@@ -381,12 +396,12 @@ def test_a_failed_report_waits_for_the_predictions_before_the_staging_goes(clien
         pd.DataFrame({"row_id": np.arange(40_000), "label": np.arange(40_000) % 2}),
         npartitions=8,
     )
-    table = pd.DataFrame({"probability": np.linspace(0, 1, 40_000)}, index=np.arange(40_000))
+    results = _results(client, 40_000, 8)
     output = RunOutput(str(tmp_path / "out"))
     output.prepare()
     with (
         pytest.raises(RuntimeError, match="the report failed"),
-        output.writing_predictions(client, frame, "row_id", "label", table),
+        output.writing_predictions(client, frame, "row_id", "label", results),
     ):
         raise RuntimeError("the report failed")
     staged = tmp_path / "out" / output.staging.rsplit("/", 1)[1] / "predictions"
@@ -403,7 +418,7 @@ def test_a_failed_partition_write_is_waited_for_and_raised(client, tmp_path, cap
     frame = dd.from_pandas(
         pd.DataFrame({"row_id": np.arange(4000), "label": np.arange(4000) % 2}), npartitions=4
     )
-    table = pd.DataFrame({"probability": np.linspace(0, 1, 4000)}, index=np.arange(4000))
+    results = _results(client, 4000, 4)
 
     def blocked_output(name):
         output = RunOutput(str(tmp_path / name))
@@ -415,7 +430,7 @@ def test_a_failed_partition_write_is_waited_for_and_raised(client, tmp_path, cap
     output, staged = blocked_output("out")
     with (
         pytest.raises(IsADirectoryError),
-        output.writing_predictions(client, frame, "row_id", "label", table),
+        output.writing_predictions(client, frame, "row_id", "label", results),
     ):
         pass
     assert sorted(p.name for p in staged.glob("part.*.parquet") if p.is_file()) == [
@@ -427,7 +442,7 @@ def test_a_failed_partition_write_is_waited_for_and_raised(client, tmp_path, cap
     with (
         caplog.at_level(logging.ERROR, logger="pulsnar_dask.outputs"),
         pytest.raises(RuntimeError, match="the report failed"),
-        output.writing_predictions(client, frame, "row_id", "label", table),
+        output.writing_predictions(client, frame, "row_id", "label", results),
     ):
         raise RuntimeError("the report failed")
     assert "writing the predictions failed too" in caplog.text

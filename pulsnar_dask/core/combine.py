@@ -1,21 +1,30 @@
-"""A run's per-row outputs from its subproblems, one subproblem's rows at a time.
+"""A run's per-row outputs from its subproblems, computed where the rows are held.
 
 Each subproblem scores its own positives and every unlabeled row. The run reports, for
 every row, the probability combined over the subproblems (``1 - prod_c (1 - p_c)``, the
-paper's), its calibration (Algorithm 3) and the labels Algorithm 4 recovers.
+paper's), its calibration (Algorithm 3) and the unlabeled rows Algorithm 4 claims.
 
 The calibration's maps are fitted on counts (:class:`Calibration`): each subproblem's
 unlabeled rows counted in Algorithm 3's equal bins (:func:`piece_flip_members`) give each
 bin's chance that a row in it is flipped (:func:`~pulsnar_dask.core.calibration.flip_shares`),
 and the rows' probabilities and those chances summed on the probability grid
 (:func:`piece_calibration_sums`) are what the maps are fitted on; both add up over the
-partitions where the rows are held. The rows' outputs then fold over the subproblems
-(:class:`RowOutputs`), so that only one subproblem's rows need be here at a time, beside a
-few numbers per row.
+partitions where the rows are held. Each partition's rows then give their own outputs
+(:func:`piece_outputs`), every subproblem's probabilities of a row side by side in the
+partition, so no row need come to the caller unless asked for.
+
+Recovered labels (Algorithm 4): each subproblem claims its ``round(alpha_c |U|)`` most
+probable unlabeled rows, ranked on the probability grid (:mod:`pulsnar_dask.core.claims`:
+every row above the claim's boundary cell, and in that cell the rows a hash of their id
+and the seed picks, each with the claim's share as its chance); every row one of them
+claims becomes positive. With one subproblem (PULSCAR) these are the rows it ranks
+highest; with PULSNAR's clusters each cluster's own ranking picks its share, which
+recovers the hidden positives better than one ranking of the combined probabilities.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +64,17 @@ class Calibration:
 
     combined: CalibrationMap | None
     per_subproblem: list[CalibrationMap] | None
+
+    def apply(
+        self, probabilities: Sequence[np.ndarray], which: Sequence[int] | None = None
+    ) -> np.ndarray:
+        """Calibrated probabilities of rows from their probabilities in the subproblems
+        ``which`` (None: every subproblem, in order), one array per subproblem: the
+        ``PU`` map of their combination, or the combination of each ``U`` map's."""
+        if self.per_subproblem is None:
+            return self.combined(1.0 - _complement(probabilities))
+        maps = self.per_subproblem if which is None else [self.per_subproblem[c] for c in which]
+        return 1.0 - _complement([m(p) for m, p in zip(maps, probabilities, strict=True)])
 
 
 def _complement(probabilities: list[np.ndarray]) -> np.ndarray:
@@ -101,93 +121,116 @@ def piece_calibration_sums(
     return cell_sums(np.concatenate([combined, *positives]), np.r_[flipped, np.ones(n_positive)])
 
 
+def piece_cell_sums(piece: Piece) -> np.ndarray:
+    """One partition's :func:`~pulsnar_dask.core.calibration.cell_sums` of a scoring's
+    rows on their own labels (the retrain's, on the labels it trained on)."""
+    ((p, y, _),) = piece
+    return cell_sums(p, y)
+
+
 def positions(row_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Where each of ``ids`` is in ``row_ids`` (every one of them is there; any order)."""
     sorter = np.argsort(row_ids, kind="stable")
     return sorter[np.searchsorted(row_ids, ids, sorter=sorter)]
 
 
+@dataclass(frozen=True)
 class RowOutputs:
-    """The combined probability, its calibration and the recovered labels of every row,
-    folded over the subproblems (:meth:`add`).
+    """Rows' outputs: one partition's (:func:`piece_outputs`), several partitions' (their
+    sum, ``+``), or every row's in a given order (:meth:`on`).
 
-    Recovered labels (Algorithm 4): each subproblem claims its ``round(alpha_c |U|)``
-    most probable unlabeled rows, ranked on the probability grid
-    (:mod:`pulsnar_dask.core.claims`: every row above the claim's boundary cell, and in
-    that cell the rows a hash of their id and the seed picks, each with the claim's share
-    as its chance); every row one of them claims becomes positive. With one subproblem
-    (PULSCAR) these are the rows it ranks highest; with PULSNAR's clusters each cluster's
-    own ranking picks its share, which recovers the hidden positives better than one
-    ranking of the combined probabilities.
+    Attributes
+    ----------
+    row_ids : ndarray
+    probability : ndarray of float
+        The combined out-of-fold probability (NaN: a row in no subproblem).
+    calibrated : ndarray of float or None
+        Calibrated (NaN likewise); None where not asked for.
+    claimed : ndarray of bool or None
+        Whether a subproblem claims the row (Algorithm 4); None where not asked for.
+    """
+
+    row_ids: np.ndarray
+    probability: np.ndarray
+    calibrated: np.ndarray | None
+    claimed: np.ndarray | None
+
+    def __add__(self, other: RowOutputs) -> RowOutputs:
+        """Both pieces' rows together."""
+
+        def joined(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else np.concatenate([a, b])
+
+        return RowOutputs(
+            *(joined(getattr(self, f), getattr(other, f)) for f in RowOutputs.__match_args__)
+        )
+
+    def on(self, row_ids: np.ndarray) -> RowOutputs:
+        """The outputs of ``row_ids`` in their order; rows in none of these: NaN, not
+        claimed."""
+        n = len(row_ids)
+        at = positions(row_ids, self.row_ids)
+
+        def placed(values: np.ndarray | None, empty: float | bool) -> np.ndarray | None:
+            if values is None:
+                return None
+            out = np.full(n, empty, dtype=values.dtype)
+            out[at] = values
+            return out
+
+        return RowOutputs(
+            np.asarray(row_ids),
+            placed(self.probability, np.nan),
+            placed(self.calibrated, np.nan),
+            placed(self.claimed, False),
+        )
+
+
+def claimed_rows(piece: Sequence[RowOutputs]) -> RowOutputs:
+    """The rows of one partition's :func:`piece_outputs` that a subproblem claims."""
+    (out,) = piece
+    keep = out.claimed
+    return RowOutputs(
+        out.row_ids[keep],
+        out.probability[keep],
+        None if out.calibrated is None else out.calibrated[keep],
+        keep[keep],
+    )
+
+
+def piece_outputs(
+    piece: Piece, calibration: Calibration | None, claims: Sequence[Claim] | None, seed: int
+) -> RowOutputs:
+    """One partition's outputs: its unlabeled rows, then each subproblem's positives.
 
     Parameters
     ----------
-    row_ids : ndarray of shape (n,)
-        Every row the outputs are for, in the order wanted.
-    labels : ndarray of shape (n,) or None
-        Their 0/1 labels, where the labels are to be recovered.
+    piece : Piece
+        Each subproblem's rows of the partition.
     calibration : Calibration or None
         The run's maps, where the probabilities are to be calibrated.
+    claims : sequence of Claim or None
+        Each subproblem's claim, where the claimed rows are wanted.
     seed : int
         Seed of the claims' boundary rows.
     """
-
-    def __init__(
-        self,
-        row_ids: np.ndarray,
-        labels: np.ndarray | None,
-        calibration: Calibration | None,
-        seed: int,
-    ):
-        n = len(row_ids)
-        self.row_ids = np.asarray(row_ids)
-        self.labels = None if labels is None else np.asarray(labels).astype(np.int8)
-        self.calibration, self.seed = calibration, seed
-        self._complement = np.ones(n)
-        self._seen = np.zeros(n, dtype=bool)
-        self._per_subproblem = calibration is not None and calibration.per_subproblem is not None
-        self._calibrated_complement = np.ones(n) if self._per_subproblem else None
-        self._claimed = None if labels is None else np.zeros(n, dtype=bool)
-        self._added = 0
-
-    def add(
-        self, ids: np.ndarray, labels: np.ndarray, probabilities: np.ndarray, claim: Claim | None
-    ) -> None:
-        """Fold in the next subproblem's rows.
-
-        Parameters
-        ----------
-        ids, labels, probabilities : ndarray of shape (m,)
-            Its rows (each one of ``row_ids``), their 0/1 labels and out-of-fold
-            probabilities.
-        claim : Claim or None
-            The unlabeled rows it claims, where the labels are to be recovered.
-        """
-        at = positions(self.row_ids, ids)
-        p, y = np.asarray(probabilities, dtype=float), np.asarray(labels)
-        self._complement[at] *= 1.0 - p
-        self._seen[at] = True
-        if self._per_subproblem:
-            self._calibrated_complement[at] *= 1.0 - self.calibration.per_subproblem[self._added](p)
-        if self._claimed is not None:
-            unlabeled = y == 0
-            cells = cell_of(p[unlabeled])
-            self._claimed[at[unlabeled]] |= claimed_flags(cells, claim, ids[unlabeled], self.seed)
-        self._added += 1
-
-    @property
-    def probability(self) -> np.ndarray:
-        """The combined probability of each row; NaN for rows in no subproblem."""
-        return np.where(self._seen, 1.0 - self._complement, np.nan)
-
-    def calibrated(self) -> np.ndarray:
-        """Calibrated probabilities of every row (NaN for rows in no subproblem)."""
-        if self._per_subproblem:
-            return np.where(self._seen, 1.0 - self._calibrated_complement, np.nan)
-        return np.where(self._seen, self.calibration.combined(1.0 - self._complement), np.nan)
-
-    def recovered_labels(self) -> np.ndarray:
-        """The labels with every claimed unlabeled row made positive (int8)."""
-        if self._claimed is None:
-            raise ValueError("the labels were not given, so none are recovered")
-        return np.where(self._claimed, 1, self.labels).astype(np.int8)
+    unlabeled = unlabeled_ids(piece)
+    held = [p[y == 0] for p, y, _ in piece]
+    positives = [(ids[y == 1], p[y == 1]) for p, y, ids in piece]
+    row_ids = np.concatenate([unlabeled, *(ids for ids, _ in positives)])
+    probability = np.concatenate(
+        [1.0 - _complement(held), *(1.0 - _complement([p]) for _, p in positives)]
+    )
+    calibrated = claimed = None
+    if calibration is not None:
+        calibrated = np.concatenate(
+            [
+                calibration.apply(held),
+                *(calibration.apply([p], [c]) for c, (_, p) in enumerate(positives)),
+            ]
+        )
+    if claims is not None:
+        claimed = np.zeros(row_ids.size, dtype=bool)
+        for p, claim in zip(held, claims, strict=True):
+            claimed[: unlabeled.size] |= claimed_flags(cell_of(p), claim, unlabeled, seed)
+    return RowOutputs(row_ids, probability, calibrated, claimed)

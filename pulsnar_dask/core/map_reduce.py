@@ -44,6 +44,14 @@ def in_memory(
     return [finish(summed_over(per_piece, by_partition, *args)) for args in calls]
 
 
+def each_piece(
+    per_piece: Callable[..., Any], pieces: Sequence[Sequence[Any]], args: tuple
+) -> list[Any]:
+    """``per_piece(piece, *args)`` on each partition's rows of the scorings whose
+    ``pieces`` are held in this process, one result per partition."""
+    return [per_piece(list(piece), *args) for piece in zip(*pieces, strict=True)]
+
+
 def summed_over(per_piece: Callable[..., Any], pieces: Sequence[Any], *args: Any) -> Any:
     """``per_piece(piece, *args)`` on each piece in turn, summed as they come
     (:func:`summed`): one piece's result held at a time."""

@@ -30,12 +30,7 @@ from pulsnar_dask.core.claims import (
     subtype_groups,
     union_weight,
 )
-from pulsnar_dask.core.combine import (
-    Calibration,
-    RowOutputs,
-    piece_calibration_sums,
-    piece_flip_members,
-)
+from pulsnar_dask.core.combine import Calibration, piece_calibration_sums, piece_flip_members
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import NO_COPIES, CopyGroups, assign_folds, training_subsample
 from pulsnar_dask.core.map_reduce import (
@@ -324,36 +319,6 @@ def run_subproblem(
     """One PULSCAR problem: :func:`cross_validated_scores` and alpha read from them."""
     row_ids, labels, proba, _ = cross_validated_scores(X, labels, row_ids, config, seed)
     return estimate_subproblem(row_ids, labels, proba, config, seed)
-
-
-def outputs_on_rows(
-    row_ids: np.ndarray,
-    subproblems: Sequence[SubproblemResult],
-    config: PUConfig,
-    seed: int,
-    labels: np.ndarray | None = None,
-    claim_alphas: Sequence[float] | None = None,
-) -> RowOutputs:
-    """:class:`~pulsnar_dask.core.combine.RowOutputs` of subproblems whose rows are held
-    here, calibrated (:func:`subproblems_calibration`).
-
-    Parameters
-    ----------
-    row_ids : ndarray of shape (n,)
-        The rows to report, in the order wanted.
-    subproblems : sequence of SubproblemResult
-    config : PUConfig
-    seed : int
-    labels : ndarray of shape (n,) or None
-        The rows' 0/1 labels, where the labels are to be recovered.
-    claim_alphas : sequence of float or None
-        The alpha each subproblem claims (None: its own).
-    """
-    out = RowOutputs(row_ids, labels, subproblems_calibration(subproblems, config), seed)
-    claims = subproblem_claims(subproblems, claim_alphas)
-    for r, claim in zip(subproblems, claims, strict=True):
-        out.add(r.row_ids, r.labels, r.probabilities, claim if labels is not None else None)
-    return out
 
 
 def subproblems_calibration(

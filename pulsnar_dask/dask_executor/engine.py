@@ -184,6 +184,11 @@ def _predicted_piece(part, request: ScoreRequest, label, id_col, hashes, copies,
     return fold_predictions(models, X, folds, request.config.n_threads), labels, ids
 
 
+def _unpacked(per_piece: Callable[..., Any], piece: list, args: tuple) -> Any:
+    """``per_piece(piece, *args)``, its arguments sent once for every partition."""
+    return per_piece(piece, *args)
+
+
 def _sum_all(*values: Any) -> Any:
     """The :func:`~pulsnar_dask.core.map_reduce.summed` of per-partition results."""
     return functools.reduce(summed, values)
@@ -733,6 +738,39 @@ class DaskExecutor:
                 index[follow.key] = i
                 running.add(follow)
         return results
+
+    def map_pieces(
+        self, per_piece: Callable[..., Any], pieces: Sequence[Sequence[Future]], args: tuple
+    ) -> list[Future]:
+        """``per_piece(piece, *args)`` on each partition's rows, on the worker that holds
+        its first scoring's piece; ``args`` go to the cluster once. Returns the results'
+        futures once every one is computed."""
+        if not all(pieces):
+            raise ValueError("the rows were released or not scored on this cluster")
+        by_partition = [list(p) for p in zip(*pieces, strict=True)]
+        held = self.client.who_has([p[0] for p in by_partition])
+        shared = share(self.client, args)
+        name = funcname(per_piece)
+        futures = [
+            self.client.submit(
+                _unpacked,
+                per_piece,
+                piece,
+                shared,
+                key=f"{name}-{uuid.uuid4().hex}",
+                **(
+                    {"workers": sorted(held[piece[0].key])[:1], "allow_other_workers": True}
+                    if held.get(piece[0].key)
+                    else {}
+                ),
+            )
+            for piece in by_partition
+        ]
+        self._wait(futures)
+        return futures
+
+    def gather(self, held: Sequence[Future]) -> list[Any]:
+        return self._gather(list(held))
 
     def release(self, pieces: Sequence[Future]) -> None:
         """Drop a scoring's rows from the workers, whatever references to their futures

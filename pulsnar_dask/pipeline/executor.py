@@ -148,6 +148,17 @@ class Executor(Protocol):
         (:data:`~pulsnar_dask.core.map_reduce.MapReduce`); the results add up by
         :func:`~pulsnar_dask.core.map_reduce.summed`."""
 
+    def map_pieces(
+        self, per_piece: Callable[..., Any], pieces: Sequence[Sequence[Any]], args: tuple
+    ) -> list[Any]:
+        """``per_piece(piece, *args)`` on each partition's rows of the scorings whose
+        ``pieces`` are given, each result kept where its rows are (in process, the
+        result; on a cluster, its future, held until released); returns once every one
+        is computed."""
+
+    def gather(self, held: Sequence[Any]) -> list[Any]:
+        """What :meth:`map_pieces` (or a scoring's ``pieces``) holds, brought here."""
+
     def release(self, pieces: Sequence[Any]) -> None:
         """Let go of a scoring's rows where the executor holds them apart (nothing to
         do where they are this process's arrays)."""

@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from pulsnar_dask.core.calibration import fit_calibration_map
-from pulsnar_dask.core.combine import RowOutputs
+from pulsnar_dask.core.calibration import fit_map_on_cells
+from pulsnar_dask.core.combine import claimed_rows, piece_cell_sums, piece_outputs, positions
 from pulsnar_dask.core.interval import AlphaInterval, alpha_interval
+from pulsnar_dask.core.map_reduce import identity
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.model import Component, subproblem_components
 from pulsnar_dask.core.subproblem import (
@@ -24,6 +25,7 @@ from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.executor import ScoreRequest
 from pulsnar_dask.pipeline.job import Job, Reading
 from pulsnar_dask.pipeline.method_choice import readings_differ
+from pulsnar_dask.pipeline.result import HeldRows
 
 logger = logging.getLogger(__name__)
 
@@ -94,14 +96,13 @@ def interval_of(job: Job, reading: Reading, alphas: list[float]) -> AlphaInterva
 
 @dataclass(frozen=True)
 class Outputs:
-    """Per-row vectors (by ascending row id) and what the model is made of.
+    """The per-row outputs, where the executor holds them, and what the model is made of.
 
     Attributes
     ----------
-    probability : ndarray
-        The combined out-of-fold probability.
-    calibrated, improved : ndarray or None
-        Calibrated (Algorithm 3) and retrained (Algorithm 4) probabilities, where asked.
+    rows : HeldRows
+        The combined out-of-fold probability, calibrated (Algorithm 3, where asked) and
+        retrained (Algorithm 4, where asked) probabilities.
     metrics : dict or None
         The retrain's classification metrics against the PU classifier's, with true labels.
     components : list of Component
@@ -110,9 +111,7 @@ class Outputs:
         The model's calibration map.
     """
 
-    probability: np.ndarray
-    calibrated: np.ndarray | None
-    improved: np.ndarray | None
+    rows: HeldRows
     metrics: dict[str, Any] | None
     components: list[Component]
     model_map: Any
@@ -122,7 +121,9 @@ def outputs_of(
     job: Job, reading: Reading, cluster_alphas: list[float], calibrate: bool, classify: bool
 ) -> Outputs:
     """The probabilities, their calibration, the retrain on the clusters' claims and the
-    fold models the saved model keeps.
+    fold models the saved model keeps: each partition's rows computed where they are held
+    (:func:`~pulsnar_dask.core.combine.piece_outputs`), the calibration fitted on counts
+    (:func:`~pulsnar_dask.core.subproblem.subproblems_calibration`).
 
     Raises
     ------
@@ -133,19 +134,18 @@ def outputs_of(
     if calibrate or classify:
         job.stage("calibrating probabilities")
     calibration = subproblems_calibration(reading.first, config, executor.map_reduce)
-    rows = RowOutputs(job.row_ids, job.labels if classify else None, calibration, seed)
     claims = subproblem_claims(reading.first, cluster_alphas) if classify else None
-    for c, r in enumerate(reading.first):
-        rows.add(*job.rows_of(r), claims[c] if claims else None)  # one subproblem at a time
-    reading.release_pieces(executor)  # the workers' copies of the probabilities are done with
-    probability = rows.probability
+    parts = executor.map_pieces(
+        piece_outputs,
+        [r.pieces for r in reading.first],
+        (calibration if calibrate or classify else None, claims, seed),
+    )
+    reading.release_pieces(executor, but_first=True)  # the parts are computed from the first
+    rows = HeldRows(parts, None, job.row_ids, executor.gather)
     model_map = calibration.combined
-    calibrated = improved = metrics = None
-    if calibrate or classify:
-        calibrated = rows.calibrated()
     if not classify:
         components = subproblem_components(reading.first, calibration.per_subproblem)
-        return Outputs(probability, calibrated, None, None, components, model_map)
+        return Outputs(rows, None, components, model_map)
     # with true labels, the PU classifier the retrain is compared with: PULSCAR's scoring,
     # trained alongside the retrain where the run read PULSNAR
     true_labels = job.true_labels
@@ -154,7 +154,9 @@ def outputs_of(
         "classification: retraining on recovered labels"
         + (" (and scoring PULSCAR, the baseline it is compared with)" if baseline_needed else "")
     )
-    new_labels = rows.recovered_labels()
+    (claimed,) = executor.map_reduce(claimed_rows, identity, [parts], [()])
+    new_labels = job.labels.copy()
+    new_labels[positions(job.row_ids, claimed.row_ids)] = 1
     try:
         check_subproblem(new_labels, config)
     except ValueError as exc:
@@ -163,7 +165,7 @@ def outputs_of(
     retrain = ScoreRequest(
         features,
         None,
-        job.row_ids[new_labels > job.labels],
+        claimed.row_ids,
         job.for_columns(features, max_unlabeled_ratio=None),
         seed,
         "classify",
@@ -172,19 +174,20 @@ def outputs_of(
     scored, *baseline_scored = executor.score(
         [retrain, job.request(features, None, 0)] if baseline_needed else [retrain]
     )
-    _, trained_on, improved = executor.collect(scored.pieces)
-    executor.release(scored.pieces)
-    components = [Component(features, scored.models)]
+    rows = HeldRows(parts, list(scored.pieces), job.row_ids, executor.gather)
     # the retrain's probabilities mapped to the recovered labels it was trained on
-    model_map = fit_calibration_map(improved, trained_on, None, config.calibration_method)
+    (sums,) = executor.map_reduce(piece_cell_sums, identity, [scored.pieces], [()])
+    model_map = fit_map_on_cells(sums, config.calibration_method)
+    components = [Component(features, scored.models)]
+    metrics = None
     if true_labels is not None:
-        baseline = probability
+        baseline = rows.outputs.probability
         if baseline_scored:
             baseline = executor.collect(baseline_scored[0].pieces)[2]
             executor.release(baseline_scored[0].pieces)
         metrics = {
             "without_pu": classification_metrics(true_labels > 0, baseline),
-            "with_pu": classification_metrics(true_labels > 0, improved),
+            "with_pu": classification_metrics(true_labels > 0, rows.improved_probability),
         }
     job.mark("classification")
-    return Outputs(probability, calibrated, improved, metrics, components, model_map)
+    return Outputs(rows, metrics, components, model_map)

@@ -11,7 +11,7 @@ from scipy import sparse
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import CopyGroups, content_hashes
-from pulsnar_dask.core.map_reduce import in_memory, tally_of
+from pulsnar_dask.core.map_reduce import each_piece, in_memory, tally_of
 from pulsnar_dask.core.schema import FeatureSchema, frame_schema
 from pulsnar_dask.core.subproblem import cross_validated_scores
 from pulsnar_dask.core.subtypes import importance_model_gain
@@ -124,6 +124,8 @@ class InProcessExecutor:
         return [fn(*args) for args in calls]
 
     map_reduce = staticmethod(in_memory)  # a scoring's rows are its one piece
+    map_pieces = staticmethod(each_piece)
+    gather = staticmethod(list)
 
     @staticmethod
     def release(pieces: Sequence[Any]) -> None:

@@ -163,12 +163,18 @@ class Reading:
     def first(self) -> list[SubproblemResult]:
         return self.per_iteration[0]
 
-    def release_pieces(self, executor: Executor) -> None:
+    def release_pieces(self, executor: Executor, but_first: bool = False) -> None:
         """Have the executor let go of the rows it holds for the subproblems (their
         :attr:`~pulsnar_dask.core.subproblem.SubproblemResult.pieces`), once the steps
-        that count them where they are have run."""
+        that count them where they are have run, and drop every reference to them here.
+
+        ``but_first``: the first iteration's rows are only dropped here, not released:
+        what was computed from them where they are held stays (a cluster keeps the rows
+        while anything depends on them, and releases them after)."""
+        kept = {id(r) for r in self.first} if but_first else set()
         for r in [*(r for it in self.per_iteration for r in it), *self.alternative]:
-            executor.release(r.pieces)
+            if id(r) not in kept:
+                executor.release(r.pieces)
         self.per_iteration = [[replace(r, pieces=()) for r in it] for it in self.per_iteration]
         self.alternative = [replace(r, pieces=()) for r in self.alternative]
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from pulsnar_dask.core.alpha import AlphaEstimate
+from pulsnar_dask.core.combine import RowOutputs, positions
 from pulsnar_dask.core.interval import AlphaInterval
+from pulsnar_dask.core.map_reduce import summed
 from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import SubproblemResult
@@ -37,6 +42,46 @@ def overlaps(negative_auc: float | None) -> bool:
 
 
 @dataclass
+class HeldRows:
+    """A run's per-row outputs, each partition's kept where the executor computed it: in
+    process, here; on a cluster, on the workers (until the result is dropped), where the
+    predictions are written from.
+
+    Attributes
+    ----------
+    parts : list
+        Each partition's :class:`~pulsnar_dask.core.combine.RowOutputs`, or its future.
+    retrained : list or None
+        Each partition's rows of the retrain on recovered labels (probabilities, labels,
+        ids), or their futures; None without a retrain.
+    row_ids : ndarray
+        The order of the vectors :attr:`outputs` and :attr:`improved_probability` give.
+    gather : callable
+        Brings held parts here (the executor's ``gather``).
+    """
+
+    parts: list[Any]
+    retrained: list[Any] | None
+    row_ids: np.ndarray
+    gather: Callable[[list[Any]], list[Any]]
+
+    @cached_property
+    def outputs(self) -> RowOutputs:
+        """Every row's outputs, in ``row_ids`` order."""
+        return functools.reduce(summed, self.gather(self.parts)).on(self.row_ids)
+
+    @cached_property
+    def improved_probability(self) -> np.ndarray | None:
+        """The retrain's probability of every row, in ``row_ids`` order."""
+        if self.retrained is None:
+            return None
+        proba, _, ids = (np.concatenate(c) for c in zip(*self.gather(self.retrained), strict=True))
+        out = np.full(len(self.row_ids), np.nan, dtype=proba.dtype)
+        out[positions(self.row_ids, ids)] = proba
+        return out
+
+
+@dataclass
 class JobResult:
     """Everything a run produces (vectors are aligned with ``row_ids``, ascending).
 
@@ -53,10 +98,10 @@ class JobResult:
         Per cluster, mean over iterations (``[alpha]`` for PULSCAR).
     n_clusters : int
     row_ids, labels : ndarray
-    probability : ndarray
-        Out-of-fold probability (PULSNAR: ``1 - prod_c (1 - p_c)``).
-    calibrated, improved : ndarray or None
-        With calibration / classification.
+    rows : HeldRows
+        The per-row outputs where the executor holds them; ``probability`` (out-of-fold,
+        PULSNAR: ``1 - prod_c (1 - p_c)``), ``calibrated`` and ``improved`` (with
+        calibration / classification) bring them here as vectors.
     true_labels : ndarray or None
     estimates : list of AlphaEstimate
         First iteration's densities and objective, per cluster.
@@ -124,9 +169,7 @@ class JobResult:
     n_clusters: int
     row_ids: np.ndarray
     labels: np.ndarray
-    probability: np.ndarray
-    calibrated: np.ndarray | None
-    improved: np.ndarray | None
+    rows: HeldRows
     true_labels: np.ndarray | None
     estimates: list[AlphaEstimate]
     subproblems: list[SubproblemResult]
@@ -147,6 +190,22 @@ class JobResult:
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     model: PUModel | None = None
+
+    @property
+    def probability(self) -> np.ndarray:
+        """The combined out-of-fold probability of each row (brought here from where the
+        executor holds it, the first time it is asked for)."""
+        return self.rows.outputs.probability
+
+    @property
+    def calibrated(self) -> np.ndarray | None:
+        """Calibrated probabilities (Algorithm 3), where asked for."""
+        return self.rows.outputs.calibrated
+
+    @property
+    def improved(self) -> np.ndarray | None:
+        """The retrain's probabilities (Algorithm 4), where asked for."""
+        return self.rows.improved_probability
 
     @property
     def alpha_identified(self) -> bool:
