@@ -60,7 +60,7 @@ from benchmarks.summaries import (
     summarize_runs,
 )
 from pulsnar_dask import make_pu_data
-from pulsnar_dask.core.calibration import expected_calibration_error
+from pulsnar_dask.core.calibration import expected_calibration_error, reliability_sums
 from pulsnar_dask.core.metrics import METRIC_NAMES
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.dask_executor.connect import connect
@@ -339,13 +339,16 @@ def calibration_outputs(runs: pd.DataFrame, curves: dict, out: Path) -> list[str
             truth, labels, before, after_pu, after_u = curves[key]
             unl = labels == 0
             ok = np.isfinite(before)
-            plot_reliability(
-                axes[0, j], truth[ok], {"uncalibrated": before[ok], "isotonic": after_pu[ok]}
-            )
+            for ax, rows, after in ((axes[0, j], ok, after_pu), (axes[1, j], unl, after_u)):
+                rows = rows & np.isfinite(before) & np.isfinite(after)
+                plot_reliability(
+                    ax,
+                    {
+                        "uncalibrated": reliability_sums(truth[rows], before[rows]),
+                        "isotonic": reliability_sums(truth[rows], after[rows]),
+                    },
+                )
             axes[0, j].set_title(f"{key[0]} {key[1]}\nalpha {key[2]:g}, P+U", fontsize=9)
-            plot_reliability(
-                axes[1, j], truth[unl], {"uncalibrated": before[unl], "isotonic": after_u[unl]}
-            )
             axes[1, j].set_title(f"alpha {key[2]:g}, U only", fontsize=9)
         fig.tight_layout()
         fig.savefig(out / "calibration.png", dpi=100)

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pulsnar_dask.core.calibration import expected_calibration_error, reliability_curve
+from pulsnar_dask.core.calibration import calibration_error, curve_of
 from pulsnar_dask.core.interval import Z_95
 from pulsnar_dask.core.score_counts import ScoreCounts
 from pulsnar_dask.pipeline.result import (
@@ -146,19 +146,17 @@ def bic_plot(result: JobResult) -> bytes:
     return _png(fig)
 
 
-def plot_reliability(
-    ax: plt.Axes, truth: np.ndarray, curves: dict[str, np.ndarray], n_bins: int = 10
-) -> None:
+def plot_reliability(ax: plt.Axes, curves: dict[str, np.ndarray]) -> None:
     """Draw reliability curves (fraction positive against mean probability per bin).
 
-    ``curves`` maps a legend label to probabilities aligned with the 0/1 ``truth``; rows
-    with a NaN probability are left out. The legend shows each curve's ECE.
+    ``curves`` maps a legend label to its
+    :func:`~pulsnar_dask.core.calibration.reliability_sums`. The legend shows each
+    curve's ECE.
     """
     ax.plot([0, 1], [0, 1], color="grey", lw=0.6)
-    for label, proba in curves.items():
-        ok = np.isfinite(proba)
-        mean_p, mean_y, count = reliability_curve(truth[ok], proba[ok], n_bins)
-        ece = expected_calibration_error(truth[ok], proba[ok], n_bins)
+    for label, sums in curves.items():
+        mean_p, mean_y, count = curve_of(sums)
+        ece = calibration_error(sums)
         filled = count > 0
         ax.plot(mean_p[filled], mean_y[filled], marker="o", label=f"{label} (ECE {ece:.3f})")
     ax.set_xlabel("predicted probability")
@@ -167,14 +165,12 @@ def plot_reliability(
 
 
 def calibration_plot(result: JobResult, n_bins: int = 10) -> bytes:
-    """Reliability curves of uncalibrated and calibrated probabilities against true labels."""
-    truth = (result.true_labels > 0).astype(float)
+    """Reliability curves of uncalibrated and calibrated probabilities against true labels
+    (summed where the rows are held, :meth:`~pulsnar_dask.pipeline.result.HeldRows.reliability`)."""
+    sums = result.rows.reliability(n_bins)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
-    for ax, (name, rows) in zip(
-        axes, (("P + U", np.ones(truth.size, bool)), ("U only", result.labels == 0)), strict=True
-    ):
-        curves = {"uncalibrated": result.probability[rows], "calibrated": result.calibrated[rows]}
-        plot_reliability(ax, truth[rows], curves, n_bins)
+    for ax, name, of_rows in zip(axes, ("P + U", "U only"), sums, strict=True):
+        plot_reliability(ax, dict(zip(("uncalibrated", "calibrated"), of_rows, strict=True)))
         ax.set_title(name)
     return _png(fig)
 
@@ -466,7 +462,7 @@ def build_report(result: JobResult, summary: dict) -> tuple[str, dict[str, bytes
     images = {"densities.png": densities_plot(result), "objective.png": objective_plot(result)}
     if result.bic.size:
         images["bic.png"] = bic_plot(result)
-    if result.true_labels is not None and result.calibrated is not None:
+    if result.rows.truth is not None and result.rows.calibrated:
         images["calibration.png"] = calibration_plot(result)
     figures = "".join(
         f'<figure><img src="{name}" alt="{name}"><figcaption>{html.escape(CAPTIONS[name])}'

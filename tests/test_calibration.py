@@ -180,6 +180,29 @@ def test_reliability_curve_known_bins():
     assert np.isnan(mean_p[2]) and np.isnan(mean_y[2])
 
 
+def test_reliability_summed_over_partitions_is_that_of_every_row():
+    from pulsnar_dask.core.calibration import reliability_sums
+    from pulsnar_dask.core.combine import RowOutputs, piece_reliability
+
+    rng = np.random.default_rng(2)
+    ids = rng.permutation(3_000)
+    labels = (rng.random(ids.size) < 0.2).astype(np.int8)
+    truth = np.where(labels == 1, 2, (rng.random(ids.size) < 0.3).astype(int))  # subtypes
+    p, c = rng.random(ids.size), rng.random(ids.size)
+    p[:40] = np.nan  # rows without a probability are left out
+    whole = [
+        [reliability_sums(truth[r & np.isfinite(v)] > 0, v[r & np.isfinite(v)], 7) for v in (p, c)]
+        for r in (np.ones(ids.size, dtype=bool), labels == 0)
+    ]
+    summed = np.zeros((2, 2, 3, 7))
+    for part in np.array_split(np.arange(ids.size), 5):
+        shuffled = rng.permutation(part)  # the outputs hold the rows in another order
+        outputs = RowOutputs(ids[shuffled], p[shuffled], c[shuffled], None)
+        summed += piece_reliability([(ids[part], labels[part], truth[part]), outputs], 7)
+    np.testing.assert_allclose(summed, whole)
+    assert summed[1, 0, 0].sum() == np.sum((labels == 0) & np.isfinite(p))
+
+
 def _subproblem(ids, labels, proba, alpha):
     sub = estimate_subproblem(ids, labels, proba, PUConfig(), 0)
     return replace(sub, estimate=replace(sub.estimate, alpha=alpha))

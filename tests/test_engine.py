@@ -11,6 +11,7 @@ import pytest
 from helpers import run_cli, small_snar
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
+from pulsnar_dask.core.calibration import reliability_sums
 from pulsnar_dask.core.combine import RowOutputs
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.metrics import classification_metrics
@@ -63,6 +64,15 @@ def test_pulsnar_retrain_is_compared_with_pulscars_classifier(client, data):
         "with_pu": classification_metrics(truth, snar.improved),
     }
     assert snar.metrics["with_pu"] != snar.metrics["without_pu"]
+    _, d = data  # the true labels stayed on the workers, and come back in row order
+    np.testing.assert_array_equal(snar.true_labels, d.true_label)
+    assert snar.summary()["true_alpha"] == pytest.approx(d.true_alpha)
+    # the report's reliability curves, summed where the rows are, against every row's
+    sums = [
+        [reliability_sums(truth[r], v[r]) for v in (snar.probability, snar.calibrated)]
+        for r in (np.isfinite(snar.probability), snar.labels == 0)
+    ]
+    np.testing.assert_allclose(snar.rows.reliability(), sums)
     # auto with several clusters scored PULSCAR beside them: the same baseline
     auto = run_job(client, puf, "auto", config, seed=2, classify=True, engine="task")
     assert auto.method_evidence["n_clusters"] > 1
@@ -385,7 +395,8 @@ def _results(client, n, n_parts):
         share(client, RowOutputs(chunk[::-1], chunk[::-1] / (n - 1), None, None))
         for chunk in np.array_split(ids, n_parts)
     ]
-    return results_frame(client, HeldRows(parts, None, ids, client.gather), "row_id", np.int64)
+    held = HeldRows(parts, None, ids, client.gather, lambda *_: [])
+    return results_frame(client, held, "row_id", np.int64)
 
 
 def test_a_failed_report_waits_for_the_predictions_before_the_staging_goes(client, tmp_path):

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from pulsnar_dask.core.map_reduce import id_checksum, in_memory, piece_tally, tally_of
+from pulsnar_dask.core.folds import id_checksum
+from pulsnar_dask.core.map_reduce import in_memory, piece_tally, tally_of
 
 
 def test_tally_of_pieces_is_the_tally_of_the_whole_rows():

@@ -1,3 +1,5 @@
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -89,6 +91,36 @@ def test_training_subsample_row_cap_thins_both_labels_in_proportion():
     np.testing.assert_array_equal(
         training_subsample(ids[perm], labels[perm], 2.0, 3000, 7), keep[perm]
     )
+
+
+@pytest.mark.parametrize(
+    "max_ratio, max_rows", [(None, None), (2.0, None), (None, 500), (5.0, 300)]
+)
+def test_fold_keys_merged_from_any_split_are_those_of_all_rows(max_ratio, max_rows):
+    from pulsnar_dask.core.folds import (
+        FoldKeys,
+        id_checksum,
+        sorted_label_hashes,
+        subsample_thresholds,
+    )
+
+    rng = np.random.default_rng(4)
+    ids = rng.permutation(50_000)[:2_000]
+    labels = (rng.random(ids.size) < 0.15).astype(np.int8)
+    cuts = [0, 7, 700, 701, 1_500, ids.size]  # one part of a single row, one empty
+    order = rng.permutation(ids.size)
+    parts = [order[a:b] for a, b in itertools.pairwise(cuts)] + [order[:0]]
+    keys = FoldKeys.of_pieces(
+        [FoldKeys.piece(ids[p], labels[p], 3) for p in parts], max_ratio, max_rows
+    )
+    whole = sorted_label_hashes(ids, labels, 3)
+    assert sorted(keys.sorted_hashes) == [0, 1]
+    for v in (0, 1):
+        np.testing.assert_array_equal(keys.sorted_hashes[v], whole[v])
+        assert keys.counts[v] == int(np.sum(labels == v))
+        assert keys.checksums[v] == id_checksum(ids[labels == v])
+    assert keys.thresholds == subsample_thresholds(ids, labels, max_ratio, max_rows, 3)
+    assert keys.summary().sorted_hashes == {} and keys.summary().counts == keys.counts
 
 
 def test_trainable_rows_are_those_under_their_labels_cut_off():

@@ -421,37 +421,68 @@ def fit_calibration(
     return fit_calibration_map(probabilities, new_labels, fit_rows, method)(probabilities)
 
 
-def reliability_curve(
-    y_true: np.ndarray, probabilities: np.ndarray, n_bins: int = 10
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean probability and fraction of positives in equal-width bins of [0, 1].
+def reliability_sums(y_true: np.ndarray, probabilities: np.ndarray, n_bins: int = 10) -> np.ndarray:
+    """Rows, their summed probability and their summed true label in each of ``n_bins``
+    equal-width bins of [0, 1]: what a reliability curve is drawn from, summed over any
+    split of the rows.
+
+    Returns
+    -------
+    ndarray of shape (3, n_bins)
+        Counts, probability sums, positive counts.
+    """
+    y = np.asarray(y_true, dtype=float)
+    p = np.asarray(probabilities, dtype=float)
+    bins = np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
+    return np.stack(
+        [
+            np.bincount(bins, minlength=n_bins).astype(float),
+            np.bincount(bins, weights=p, minlength=n_bins),
+            np.bincount(bins, weights=y, minlength=n_bins),
+        ]
+    )
+
+
+def curve_of(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean probability, fraction of positives and count per bin, from
+    :func:`reliability_sums`.
 
     Returns
     -------
     (mean_probability, fraction_positive, count) : ndarrays of shape (n_bins,)
         Bins without rows have NaN means and count 0.
     """
-    y = np.asarray(y_true, dtype=float)
-    p = np.asarray(probabilities, dtype=float)
-    bins = np.minimum((p * n_bins).astype(np.int64), n_bins - 1)
-    count = np.bincount(bins, minlength=n_bins)
+    count, p, y = sums
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean_p = np.bincount(bins, weights=p, minlength=n_bins) / count
-        mean_y = np.bincount(bins, weights=y, minlength=n_bins) / count
-    return mean_p, mean_y, count
+        return p / count, y / count, count.astype(np.int64)
+
+
+def reliability_curve(
+    y_true: np.ndarray, probabilities: np.ndarray, n_bins: int = 10
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean probability and fraction of positives in equal-width bins of [0, 1]
+    (:func:`curve_of` the rows' :func:`reliability_sums`)."""
+    return curve_of(reliability_sums(y_true, probabilities, n_bins))
+
+
+def calibration_error(sums: np.ndarray) -> float:
+    """The expected calibration error of :func:`reliability_sums`:
+    ``sum_b (n_b / n) |mean(y in b) - mean(p in b)|``."""
+    mean_p, mean_y, count = curve_of(sums)
+    filled = count > 0
+    gap = count[filled] * np.abs(mean_y[filled] - mean_p[filled])
+    return float(gap.sum() / max(1, count.sum()))
 
 
 def expected_calibration_error(
     y_true: np.ndarray, probabilities: np.ndarray, n_bins: int = 10
 ) -> float:
-    """Return the expected calibration error over equal-width bins.
+    """Return the expected calibration error over equal-width bins
+    (:func:`calibration_error`).
 
     Returns
     -------
     float
         ``sum_b (n_b / n) |mean(y in b) - mean(p in b)|``.
     """
-    mean_p, mean_y, count = reliability_curve(y_true, probabilities, n_bins)
-    filled = count > 0
-    gap = count[filled] * np.abs(mean_y[filled] - mean_p[filled])
-    return float(gap.sum() / max(1, count.sum()))
+    return calibration_error(reliability_sums(y_true, probabilities, n_bins))

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pulsnar_dask.core.calibration import CalibrationMap, cell_sums, flip_bins
+from pulsnar_dask.core.calibration import CalibrationMap, cell_sums, flip_bins, reliability_sums
 from pulsnar_dask.core.claims import Claim, claimed_flags
 from pulsnar_dask.core.grid import cell_of
 from pulsnar_dask.core.map_reduce import Piece, unlabeled_ids
@@ -184,6 +184,33 @@ class RowOutputs:
             placed(self.calibrated, np.nan),
             placed(self.claimed, False),
         )
+
+
+def piece_reliability(piece: Sequence, n_bins: int) -> np.ndarray:
+    """One partition's :func:`~pulsnar_dask.core.calibration.reliability_sums` against
+    true labels, of its uncalibrated and calibrated probabilities.
+
+    Parameters
+    ----------
+    piece : (truth, outputs)
+        The partition's (ids, labels, true labels), 0 negative and more a positive, and
+        its :func:`piece_outputs` (calibrated).
+    n_bins : int
+
+    Returns
+    -------
+    ndarray of shape (2, 2, 3, n_bins)
+        Rows (every row, the unlabeled ones) by probabilities (uncalibrated,
+        calibrated); rows without a probability are left out.
+    """
+    (ids, labels, truth), outputs = piece
+    held = outputs.on(ids)
+    out = np.zeros((2, 2, 3, n_bins))
+    for r, rows in enumerate((np.ones(len(ids), dtype=bool), np.asarray(labels) == 0)):
+        for c, p in enumerate((held.probability, held.calibrated)):
+            kept = rows & np.isfinite(p)
+            out[r, c] = reliability_sums(np.asarray(truth)[kept] > 0, p[kept], n_bins)
+    return out
 
 
 def claimed_rows(piece: Sequence[RowOutputs]) -> RowOutputs:

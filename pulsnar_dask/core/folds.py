@@ -10,8 +10,8 @@ whatever their labels (:class:`CopyGroups`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -46,6 +46,21 @@ def row_hash(row_ids: np.ndarray, seed: int) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+def id_checksum(ids: np.ndarray) -> int:
+    """The sum modulo 2**64 of the ids' hashes: the same for the same rows in any order or
+    pieces, and another for other rows (a row missing and another counted twice included)
+    but by a chance of 2**-64."""
+    return int(np.sum(row_hash(np.asarray(ids), 0), dtype=np.uint64))
+
+
+def label_hashes(row_ids: np.ndarray, labels: np.ndarray, seed: int) -> dict[int, np.ndarray]:
+    """Return, per label value, the :func:`row_hash` of that label's rows, in the rows'
+    order."""
+    hashes = row_hash(row_ids, seed)
+    labels = np.asarray(labels)
+    return {int(v): hashes[labels == v] for v in np.unique(labels)}
+
+
 def sorted_label_hashes(
     row_ids: np.ndarray, labels: np.ndarray, seed: int
 ) -> dict[int, np.ndarray]:
@@ -54,9 +69,7 @@ def sorted_label_hashes(
     This is all a worker needs to find any row's fold (see :func:`folds_from_hashes`), so
     the distributed engine sends it once instead of the fold column.
     """
-    hashes = row_hash(row_ids, seed)
-    labels = np.asarray(labels)
-    return {int(v): np.sort(hashes[labels == v]) for v in np.unique(labels)}
+    return {v: np.sort(h) for v, h in label_hashes(row_ids, labels, seed).items()}
 
 
 def folds_from_hashes(
@@ -255,17 +268,93 @@ def subsample_thresholds(
         ``{label: cut-off}``: rows of that label whose subsample hash is at most the
         cut-off are kept (a label absent keeps every row); ``None``: keep every row.
     """
-    row_ids, labels = np.asarray(row_ids), np.asarray(labels)
-    n_pos = int(np.sum(labels == 1))
-    keep_pos, keep_unl = _kept_counts(n_pos, labels.size - n_pos, max_ratio, max_rows)
+    return thresholds_of(subsample_hashes(row_ids, labels, seed), max_ratio, max_rows)
+
+
+def subsample_hashes(row_ids: np.ndarray, labels: np.ndarray, seed: int) -> dict[int, np.ndarray]:
+    """Per label, the hashes the training subsample keeps its rows by (the smallest), a
+    stream apart from the folds'."""
+    return label_hashes(row_ids, labels, seed + _SUBSAMPLE_SALT)
+
+
+def thresholds_of(
+    hashes: dict[int, np.ndarray], max_ratio: float | None, max_rows: int | None
+) -> dict[int, np.uint64] | None:
+    """:func:`subsample_thresholds` from every row's :func:`subsample_hashes`."""
+    none = np.array([], dtype=np.uint64)
+    n_pos, n_unl = hashes.get(1, none).size, hashes.get(0, none).size
+    keep_pos, keep_unl = _kept_counts(n_pos, n_unl, max_ratio, max_rows)
     thresholds = {}
     for value, n_keep in ((1, keep_pos), (0, keep_unl)):
-        members = labels == value
-        if n_keep >= members.sum():
+        members = hashes.get(value, none)
+        if n_keep >= members.size:
             continue
-        hashes = row_hash(row_ids[members], seed + _SUBSAMPLE_SALT)
-        thresholds[value] = np.partition(hashes, n_keep - 1)[n_keep - 1] if n_keep else np.uint64(0)
+        cut = np.partition(members, n_keep - 1)[n_keep - 1] if n_keep else np.uint64(0)
+        thresholds[value] = cut
     return thresholds or None
+
+
+@dataclass(frozen=True)
+class FoldKeys:
+    """A scoring's rows reduced to what places any one of them, so that the rows' ids and
+    labels need not be in one place: each label's sorted fold hashes
+    (:func:`folds_from_hashes`), the training subsample's cut-offs (:func:`trainable_rows`),
+    and each label's count of rows and :func:`id_checksum`.
+
+    Attributes
+    ----------
+    sorted_hashes : dict of int to ndarray of uint64
+        As :func:`sorted_label_hashes`; empty in a :meth:`summary`.
+    thresholds : dict or None
+        As :func:`subsample_thresholds`.
+    counts, checksums : dict of int to int
+        Per label: its rows and their ids' :func:`id_checksum`.
+    """
+
+    sorted_hashes: dict[int, np.ndarray]
+    thresholds: dict[int, np.uint64] | None
+    counts: dict[int, int]
+    checksums: dict[int, int]
+
+    @staticmethod
+    def piece(row_ids: np.ndarray, labels: np.ndarray, seed: int) -> tuple[dict, dict, dict]:
+        """Some rows' share of the keys, to be merged by :meth:`of_pieces`: their fold
+        hashes, subsample hashes and id checksums, per label."""
+        labels = np.asarray(labels)
+        checksums = {int(v): id_checksum(row_ids[labels == v]) for v in np.unique(labels)}
+        return (
+            label_hashes(row_ids, labels, seed),
+            subsample_hashes(row_ids, labels, seed),
+            checksums,
+        )
+
+    @classmethod
+    def of_pieces(
+        cls,
+        pieces: Sequence[tuple[dict, dict, dict]],
+        max_ratio: float | None,
+        max_rows: int | None,
+    ) -> FoldKeys:
+        """The keys of all the rows of ``pieces`` (:meth:`piece`), whatever their order."""
+
+        def joined(which: int) -> dict[int, np.ndarray]:
+            values = sorted({v for p in pieces for v in p[which]})
+            return {
+                v: np.concatenate([p[which][v] for p in pieces if v in p[which]]) for v in values
+            }
+
+        hashes = {v: np.sort(h) for v, h in joined(0).items()}
+        checksums = {v: sum(p[2][v] for p in pieces if v in p[2]) % 2**64 for v in sorted(hashes)}
+        return cls(
+            hashes,
+            thresholds_of(joined(1), max_ratio, max_rows),
+            {v: int(h.size) for v, h in hashes.items()},
+            checksums,
+        )
+
+    def summary(self) -> FoldKeys:
+        """The keys without the hashes: what the rows' owner checks."""
+        return replace(self, sorted_hashes={})
 
 
 def trainable_rows(

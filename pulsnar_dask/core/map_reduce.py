@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pulsnar_dask.core.folds import row_hash
+from pulsnar_dask.core.folds import id_checksum
 from pulsnar_dask.core.grid import cell_of
 from pulsnar_dask.core.score_counts import RowsToCount, ScoreCounts
 
@@ -110,13 +110,6 @@ class Tally:
             positive_ids=self.positive_ids[order],
             positive_probabilities=self.positive_probabilities[order],
         )
-
-
-def id_checksum(ids: np.ndarray) -> int:
-    """The sum modulo 2**64 of the ids' hashes: the same for the same rows in any order or
-    pieces, and another for other rows (a row missing and another counted twice included)
-    but by a chance of 2**-64."""
-    return int(np.sum(row_hash(np.asarray(ids), 0), dtype=np.uint64))
 
 
 def piece_tally(piece: Piece) -> Tally:

@@ -106,7 +106,12 @@ class SubproblemResult:
 def check_subproblem(labels: np.ndarray, config: PUConfig) -> None:
     """Refuse a subproblem with fewer positives or unlabeled rows than folds."""
     n_pos = int(np.sum(labels == 1))
-    n_unl = int(np.size(labels)) - n_pos
+    check_counts(n_pos, int(np.size(labels)) - n_pos, config)
+
+
+def check_counts(n_pos: int, n_unl: int, config: PUConfig) -> None:
+    """Refuse a subproblem of ``n_pos`` positives and ``n_unl`` unlabeled rows, where
+    either is fewer than the folds."""
     if n_pos < config.n_folds or n_unl < config.n_folds:
         raise ValueError(
             f"{n_pos} positives and {n_unl} unlabeled rows: each needs at least "

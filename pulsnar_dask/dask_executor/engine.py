@@ -45,20 +45,14 @@ from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import (
     CopyGroups,
+    FoldKeys,
     content_hashes,
     folds_from_hashes,
-    sorted_label_hashes,
-    subsample_thresholds,
+    id_checksum,
     take_rows,
     trainable_rows,
 )
-from pulsnar_dask.core.map_reduce import (
-    Tally,
-    id_checksum,
-    piece_tally,
-    summed,
-    summed_over,
-)
+from pulsnar_dask.core.map_reduce import Tally, piece_tally, summed, summed_over
 from pulsnar_dask.core.schema import (
     MAX_CATEGORIES,
     FeatureSchema,
@@ -66,7 +60,7 @@ from pulsnar_dask.core.schema import (
     schema_from_categories,
 )
 from pulsnar_dask.core.scoring import booster_params, fold_model, fold_predictions
-from pulsnar_dask.core.subproblem import check_subproblem
+from pulsnar_dask.core.subproblem import check_counts
 from pulsnar_dask.core.subtypes import importance_model_gain
 from pulsnar_dask.dask_executor.malloc import with_heap_blocks
 from pulsnar_dask.dask_executor.partitions import stored
@@ -79,7 +73,7 @@ from pulsnar_dask.pipeline.checks import (
     check_true_labels,
     unrepresentable_counts,
 )
-from pulsnar_dask.pipeline.executor import Scored, ScoreRequest
+from pulsnar_dask.pipeline.executor import Scored, ScoreRequest, Truth
 from pulsnar_dask.pipeline.result import JobResult
 from pulsnar_dask.pipeline.stages import run_pipeline
 
@@ -113,10 +107,33 @@ def _rows(
     return X, frame[label].to_numpy().astype(np.int8), frame[id_col].to_numpy()
 
 
-def _scoring_rows(part, request: ScoreRequest, label, id_col, hashes, thresholds, copies):
+def _request_rows(part, request: ScoreRequest, label, id_col) -> tuple[np.ndarray, ...]:
+    """A partition's rows of a scoring: (keep, ids, labels) as
+    :meth:`~pulsnar_dask.pipeline.executor.ScoreRequest.rows` gives them."""
+    ids = part[id_col].to_numpy()
+    keep, labels = request.rows(ids, part[label].to_numpy())
+    return keep, ids[keep], labels
+
+
+def _keys_piece(part, request: ScoreRequest, label, id_col) -> tuple[dict, dict, dict]:
+    """A partition's share of a scoring's :class:`~pulsnar_dask.core.folds.FoldKeys`."""
+    _, ids, labels = _request_rows(part, request, label, id_col)
+    return FoldKeys.piece(ids, labels, request.seed)
+
+
+def _merged_keys(request: ScoreRequest, *pieces: tuple[dict, dict, dict]) -> FoldKeys:
+    config = request.config
+    return FoldKeys.of_pieces(pieces, config.max_unlabeled_ratio, config.max_train_rows)
+
+
+def _summary(keys: FoldKeys) -> FoldKeys:
+    return keys.summary()
+
+
+def _scoring_rows(part, request: ScoreRequest, label, id_col, keys: FoldKeys, copies):
     """A partition's rows of a scoring, as
     :func:`~pulsnar_dask.core.subproblem.canonical_subproblem` gives the same rows in
-    process (found from the shared fold hashes and subsample cut-offs).
+    process (found from the scoring's fold hashes and subsample cut-offs).
 
     Returns
     -------
@@ -124,21 +141,17 @@ def _scoring_rows(part, request: ScoreRequest, label, id_col, hashes, thresholds
         ``keep``: the partition's rows the scoring uses (mask); for those rows, their
         ids, the labels the models train on, their folds and whether each may train.
     """
-    ids = part[id_col].to_numpy()
-    keep, labels = request.rows(ids, part[label].to_numpy())
-    ids = ids[keep]
+    keep, ids, labels = _request_rows(part, request, label, id_col)
     config, seed = request.config, request.seed
-    folds = folds_from_hashes(ids, labels, hashes, config.n_folds, seed, copies)
-    train = trainable_rows(ids, labels, thresholds, seed)
+    folds = folds_from_hashes(ids, labels, keys.sorted_hashes, config.n_folds, seed, copies)
+    train = trainable_rows(ids, labels, keys.thresholds, seed)
     return keep, ids, labels, folds, train
 
 
-def _scoring_part(part, request: ScoreRequest, label, id_col, hashes, thresholds, copies):
+def _scoring_part(part, request: ScoreRequest, label, id_col, keys: FoldKeys, copies):
     """A partition's rows of a scoring as a frame for ``xgboost.dask``: relabeled, with
     each row's fold (``_fold``) and whether it may train (``_train``)."""
-    keep, _, labels, folds, train = _scoring_rows(
-        part, request, label, id_col, hashes, thresholds, copies
-    )
+    keep, _, labels, folds, train = _scoring_rows(part, request, label, id_col, keys, copies)
     rows = part if keep.all() else part[keep]
     return rows.assign(**{label: labels}, _fold=folds, _train=train)
 
@@ -148,11 +161,9 @@ def _features(part, request: ScoreRequest, rows: np.ndarray) -> np.ndarray:
     return part[list(request.features)].iloc[rows].to_numpy(dtype=np.float32)
 
 
-def _training_piece(part, request: ScoreRequest, label, id_col, hashes, thresholds, copies):
+def _training_piece(part, request: ScoreRequest, label, id_col, keys: FoldKeys, copies):
     """A partition's training rows of a scoring: (ids, labels, folds, features)."""
-    keep, ids, labels, folds, train = _scoring_rows(
-        part, request, label, id_col, hashes, thresholds, copies
-    )
+    keep, ids, labels, folds, train = _scoring_rows(part, request, label, id_col, keys, copies)
     X = _features(part, request, np.flatnonzero(keep)[train])
     return ids[train], labels[train], folds[train], X
 
@@ -175,11 +186,11 @@ def _fold_model_task(training, fold, request: ScoreRequest, widened_to: int = 0,
         return fold_model(X, y, folds, fold, params, config.n_rounds, None, request.feature_types)
 
 
-def _predicted_piece(part, request: ScoreRequest, label, id_col, hashes, copies, models):
+def _predicted_piece(part, request: ScoreRequest, label, id_col, keys: FoldKeys, copies, models):
     """A partition's rows of a scoring, each scored by the model of its fold:
     (probabilities, the labels the models trained on, ids), the rows in the partition's
     order."""
-    keep, ids, labels, folds, _ = _scoring_rows(part, request, label, id_col, hashes, None, copies)
+    keep, ids, labels, folds, _ = _scoring_rows(part, request, label, id_col, keys, copies)
     X = _features(part, request, np.flatnonzero(keep))
     return fold_predictions(models, X, folds, request.config.n_threads), labels, ids
 
@@ -195,6 +206,20 @@ def _sum_all(*values: Any) -> Any:
 
 
 CONTENT = "__content_hash__"  # each row's content_hashes, beside its id and label
+
+
+def _truth_part(part: pd.DataFrame, id_col: str, label: str, true_label: str) -> tuple:
+    """A partition's (ids, labels, true labels), the true labels checked."""
+    name = f"true-label column '{true_label}'"
+    truth = check_true_labels(part[true_label].to_numpy(), name)
+    return part[id_col].to_numpy(), part[label].to_numpy().astype(np.int8), truth
+
+
+def _unlabeled_truth(truth: tuple) -> tuple[int, int]:
+    """A partition's unlabeled rows, and how many of them are positive."""
+    _, labels, true = truth
+    unlabeled = labels == 0
+    return int(unlabeled.sum()), int(np.sum(true[unlabeled] > 0))
 
 
 def _table_part(part: pd.DataFrame, columns: list[str], features: list[str]) -> pd.DataFrame:
@@ -404,14 +429,14 @@ class DaskExecutor:
         self.max_train_rows = max_train_rows
         self.asked_threads = n_threads
 
-    def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def read(self) -> tuple[np.ndarray, np.ndarray, Truth | None]:
         """Settle the schema (the categorical features' categories are counted on the
         workers), store the table on the workers with categories as codes, check it,
-        and bring ids and labels here."""
+        and bring ids and labels here (true labels stay on the workers)."""
         puf = self.puf
         self.schema = self._schema()
-        columns = [puf.id, puf.label] + ([puf.true_label] if puf.true_label else [])
-        keep = [*self.schema.names, *columns]
+        columns = [puf.id, puf.label]
+        keep = [*self.schema.names, *columns, *([puf.true_label] if puf.true_label else [])]
         with EXPRESSIONS:
             frame = puf.frame[keep]
             if self.schema.categories:
@@ -449,12 +474,19 @@ class DaskExecutor:
         self._placements = _round_robin(workers)
         self._largest_host = largest_host(workers)
         self._one_host = len(self._largest_host[1]) == len(workers)
-        true = None
-        if puf.true_label:
-            true = check_true_labels(
-                table[puf.true_label].to_numpy(), f"true-label column '{puf.true_label}'"
-            )
-        return self.row_ids, self.labels, true
+        return self.row_ids, self.labels, self._truth() if puf.true_label else None
+
+    def _truth(self) -> Truth:
+        """The true-label column, checked and kept on the workers partition by
+        partition, and the true alpha."""
+        puf = self.puf
+        parts = [
+            self.client.submit(_truth_part, part, puf.id, puf.label, puf.true_label)
+            for part in self.parts
+        ]
+        counts = self._gather([self.client.submit(_unlabeled_truth, p) for p in parts])
+        n_unlabeled, n_positive = np.sum(counts, axis=0)
+        return Truth(parts, float(n_positive / n_unlabeled))
 
     def _schema(self) -> FeatureSchema:
         """The features' schema; categorical columns with too many categories are left
@@ -520,9 +552,9 @@ class DaskExecutor:
         cluster runs nothing else (:func:`lone_task_threads`); ``xgboost.dask`` over the
         workers on the ``dask`` engine."""
         puf = self.puf
-        thresholds = subsample_thresholds(
-            self.row_ids, self.labels, config.max_unlabeled_ratio, config.max_train_rows, seed
-        )
+        everything = ScoreRequest(self.features, None, None, config, seed, "importance")
+        _, summary = self._fold_keys(share(self.client, everything), "importance")
+        thresholds = summary.result().thresholds
         with EXPRESSIONS:
             frame = puf.frame
             if thresholds is not None:
@@ -614,10 +646,19 @@ class DaskExecutor:
         ]
         return self._gather(futures)
 
-    def _request_rows(self, request: ScoreRequest) -> tuple[np.ndarray, np.ndarray]:
-        """A request's row ids and labels (after relabeling), by ascending id."""
-        keep, labels = request.rows(self.row_ids, self.labels)
-        return self.row_ids[keep], labels
+    def _fold_keys(self, request: Future, name: str) -> tuple[Future, Future]:
+        """A request's :class:`~pulsnar_dask.core.folds.FoldKeys` (the request shared),
+        merged on a worker from every partition's share, so that the rows' ids and labels
+        stay where they are held; the futures of the keys and of their
+        :meth:`~pulsnar_dask.core.folds.FoldKeys.summary`."""
+        pieces = [
+            self.client.submit(_keys_piece, part, request, self.puf.label, self.puf.id)
+            for part in self.parts
+        ]
+        keys = self.client.submit(
+            _merged_keys, request, *pieces, key=f"{name}-keys-{uuid.uuid4().hex[:8]}"
+        )
+        return keys, self.client.submit(_summary, keys)
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
         """Each request's fold models, trained on its training rows gathered to one task
@@ -641,20 +682,17 @@ class DaskExecutor:
                     requests[0].name,
                     *tail,
                 )
-        for r in requests:
-            row_ids, labels = self._request_rows(r)
-            check_subproblem(labels, r.config)
-            hashes = share(self.client, sorted_label_hashes(row_ids, labels, r.seed))
-            thresholds = subsample_thresholds(
-                row_ids, labels, r.config.max_unlabeled_ratio, r.config.max_train_rows, r.seed
-            )
-            shared = share(self.client, r)  # its id arrays, sent once
-            rows = (shared, puf.label, puf.id, hashes)
+        shared = [share(self.client, r) for r in requests]  # their id arrays, sent once
+        keyed = [self._fold_keys(s, r.name) for s, r in zip(shared, requests, strict=True)]
+        for r, s, (held_keys, summary) in zip(requests, shared, keyed, strict=True):
+            keys = summary.result()
+            check_counts(keys.counts.get(1, 0), keys.counts.get(0, 0), r.config)
+            rows = (s, puf.label, puf.id, held_keys)
             if self.engine == "dask":
-                models = self._dask_models(r, rows, thresholds)
+                models = self._dask_models(r, rows)
                 fitted = share(self.client, models)  # sent once, not with every partition
             else:
-                models = fitted = self._task_models(r, rows, thresholds, tail)
+                models = fitted = self._task_models(r, rows, tail)
             predicted = [
                 self.client.submit(
                     _predicted_piece,
@@ -666,17 +704,18 @@ class DaskExecutor:
                 )
                 for part in self.parts
             ]
-            pending.append((row_ids, labels, models, predicted))
+            pending.append((keys, models, predicted))
         futures = [f for *_, models, predicted in pending for f in [*models, *predicted]]
         self._wait([f for f in futures if isinstance(f, Future)])
         out = []
-        for row_ids, labels, models, predicted in pending:
+        for keys, models, predicted in pending:
             models = [m.result() if isinstance(m, Future) else m for m in models]
             (tally,) = self.map_reduce(piece_tally, Tally.in_id_order, [predicted], [()])
             if not (
-                np.array_equal(tally.positive_ids, row_ids[labels == 1])
-                and tally.counts.count(0) == np.sum(labels == 0)
-                and tally.unlabeled_checksum == id_checksum(row_ids[labels == 0])
+                tally.positive_ids.size == keys.counts.get(1, 0)
+                and id_checksum(tally.positive_ids) == keys.checksums.get(1, 0)
+                and tally.counts.count(0) == keys.counts.get(0, 0)
+                and tally.unlabeled_checksum == keys.checksums.get(0, 0)
             ):
                 raise RuntimeError("a scoring's predictions do not cover its rows")
             out.append(Scored(tally, models, tuple(predicted)))
@@ -803,7 +842,7 @@ class DaskExecutor:
         ]
 
     def _task_models(
-        self, request: ScoreRequest, rows: tuple, thresholds, tail: tuple[int, int]
+        self, request: ScoreRequest, rows: tuple, tail: tuple[int, int]
     ) -> list[Future]:
         """Fold models as tasks: the training rows (bounded by the training subsample)
         gathered to one worker, then one task per fold, dealt to the workers in turn so
@@ -812,7 +851,7 @@ class DaskExecutor:
         n_folds = request.config.n_folds
         waiting, widened_to = tail
         pieces = [
-            self.client.submit(_training_piece, part, *rows, thresholds, self._shared_copies)
+            self.client.submit(_training_piece, part, *rows, self._shared_copies)
             for part in self.parts
         ]
         training = self.client.submit(
@@ -837,7 +876,7 @@ class DaskExecutor:
             )
         return models
 
-    def _dask_models(self, request: ScoreRequest, rows: tuple, thresholds) -> list[bytes]:
+    def _dask_models(self, request: ScoreRequest, rows: tuple) -> list[bytes]:
         """Fold models on ``xgboost.dask``, each trained over all workers on their own
         partitions."""
         config, seed = request.config, request.seed
@@ -849,9 +888,7 @@ class DaskExecutor:
                 _train=np.array([], dtype=bool),
             )
             # not persisted: a second copy of the table would double the workers' memory
-            frame = frame.map_partitions(
-                _scoring_part, *rows, thresholds, self._shared_copies, meta=meta
-            )
+            frame = frame.map_partitions(_scoring_part, *rows, self._shared_copies, meta=meta)
         params = booster_params(config.xgb_params, seed, config.n_threads)
         models = []
         for fold in range(config.n_folds):

@@ -66,6 +66,23 @@ class ScoreRequest:
         return keep, new
 
 
+@dataclass(frozen=True)
+class Truth:
+    """A true-label column (benchmarks), where the executor holds it.
+
+    Attributes
+    ----------
+    parts : list
+        Each partition's (ids, labels, true labels), or its future: a true label is 0
+        for a negative, 1 or more for a positive (its subtype).
+    alpha : float
+        The share of the unlabeled rows that are positive.
+    """
+
+    parts: list[Any]
+    alpha: float
+
+
 @dataclass
 class Scored:
     """A request's out-of-fold probabilities, as the pipeline keeps them.
@@ -116,9 +133,9 @@ class Executor(Protocol):
     threads: int | None
     copies: CopyGroups
 
-    def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def read(self) -> tuple[np.ndarray, np.ndarray, Truth | None]:
         """Check the table and settle its schema; return row ids (ascending), their 0/1
-        labels and true labels."""
+        labels and the true labels where the input has them."""
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
         """Gain importance per feature (:func:`~pulsnar_dask.core.subtypes.importance_model_gain`);

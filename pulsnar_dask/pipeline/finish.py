@@ -141,15 +141,15 @@ def outputs_of(
         (calibration if calibrate or classify else None, claims, seed),
     )
     reading.release_pieces(executor, but_first=True)  # the parts are computed from the first
-    rows = HeldRows(parts, None, job.row_ids, executor.gather)
+    held = (job.row_ids, executor.gather, executor.map_pieces, calibrate or classify, job.truth)
+    rows = HeldRows(parts, None, *held)
     model_map = calibration.combined
     if not classify:
         components = subproblem_components(reading.first, calibration.per_subproblem)
         return Outputs(rows, None, components, model_map)
     # with true labels, the PU classifier the retrain is compared with: PULSCAR's scoring,
     # trained alongside the retrain where the run read PULSNAR
-    true_labels = job.true_labels
-    baseline_needed = true_labels is not None and reading.method != "pulscar"
+    baseline_needed = job.truth is not None and reading.method != "pulscar"
     job.stage(
         "classification: retraining on recovered labels"
         + (" (and scoring PULSCAR, the baseline it is compared with)" if baseline_needed else "")
@@ -174,13 +174,14 @@ def outputs_of(
     scored, *baseline_scored = executor.score(
         [retrain, job.request(features, None, 0)] if baseline_needed else [retrain]
     )
-    rows = HeldRows(parts, list(scored.pieces), job.row_ids, executor.gather)
+    rows = HeldRows(parts, list(scored.pieces), *held)
     # the retrain's probabilities mapped to the recovered labels it was trained on
     (sums,) = executor.map_reduce(piece_cell_sums, identity, [scored.pieces], [()])
     model_map = fit_map_on_cells(sums, config.calibration_method)
     components = [Component(features, scored.models)]
     metrics = None
-    if true_labels is not None:
+    if job.truth is not None:
+        true_labels = rows.true_labels
         baseline = rows.outputs.probability
         if baseline_scored:
             baseline = executor.collect(baseline_scored[0].pieces)[2]

@@ -21,7 +21,7 @@ from pulsnar_dask.core.subproblem import (
 )
 from pulsnar_dask.core.subtypes import Clustering
 from pulsnar_dask.errors import PUError
-from pulsnar_dask.pipeline.executor import Executor, ScoreRequest
+from pulsnar_dask.pipeline.executor import Executor, ScoreRequest, Truth
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +43,10 @@ class Job:
     iterations : int
     on_stage : callable or None
         Called with each stage's description, before its log line.
-    row_ids, labels, true_labels : ndarray
-        Set by :func:`read_input`: row ids ascending, 0/1 labels, ground truth or None.
+    row_ids, labels : ndarray
+        Set by :func:`read_input`: row ids ascending, 0/1 labels.
+    truth : Truth or None
+        Set by :func:`read_input`: the true labels where the input has them.
     """
 
     executor: Executor
@@ -55,7 +57,7 @@ class Job:
     on_stage: Callable[[str], None] | None = None
     row_ids: np.ndarray = field(default_factory=lambda: np.array([]))
     labels: np.ndarray = field(default_factory=lambda: np.array([]))
-    true_labels: np.ndarray | None = None
+    truth: Truth | None = None
     start: float = field(default_factory=time.perf_counter)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -180,7 +182,7 @@ class Reading:
 
 
 def read_input(job: Job) -> None:
-    """Read and check the table (``job.row_ids``, ``labels``, ``true_labels``), and the
+    """Read and check the table (``job.row_ids``, ``labels``, ``truth``), and the
     settings against its features.
 
     Raises
@@ -190,7 +192,7 @@ def read_input(job: Job) -> None:
     """
     job.stage("reading and checking the input")
     executor, config = job.executor, job.config
-    job.row_ids, job.labels, job.true_labels = executor.read()
+    job.row_ids, job.labels, job.truth = executor.read()
     if len(executor.copies):
         logger.warning(
             "%d of %d rows copy another row's features exactly (not by chance: the table has "

@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 
 from pulsnar_dask.core.alpha import AlphaEstimate
-from pulsnar_dask.core.combine import RowOutputs, positions
+from pulsnar_dask.core.combine import RowOutputs, piece_reliability, positions
 from pulsnar_dask.core.interval import AlphaInterval
 from pulsnar_dask.core.map_reduce import summed
 from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import SubproblemResult
 from pulsnar_dask.core.subtypes import Clustering
+from pulsnar_dask.pipeline.executor import Truth
 
 # Below this labeled-vs-unlabeled AUC the run warns that alpha is poorly identified.
 WEAK_PU_AUC = 0.6
@@ -58,17 +59,53 @@ class HeldRows:
         The order of the vectors :attr:`outputs` and :attr:`improved_probability` give.
     gather : callable
         Brings held parts here (the executor's ``gather``).
+    map_pieces : callable
+        Computes on each partition where it is held (the executor's ``map_pieces``).
+    calibrated : bool
+        Whether the outputs hold calibrated probabilities.
+    truth : Truth or None
+        The true labels, where the input has them.
     """
 
     parts: list[Any]
     retrained: list[Any] | None
     row_ids: np.ndarray
     gather: Callable[[list[Any]], list[Any]]
+    map_pieces: Callable[..., list[Any]]
+    calibrated: bool = False
+    truth: Truth | None = None
 
     @cached_property
     def outputs(self) -> RowOutputs:
         """Every row's outputs, in ``row_ids`` order."""
         return functools.reduce(summed, self.gather(self.parts)).on(self.row_ids)
+
+    @cached_property
+    def true_labels(self) -> np.ndarray | None:
+        """Every row's true label, in ``row_ids`` order; None without them."""
+        if self.truth is None:
+            return None
+        ids, _, truth = (
+            np.concatenate(c) for c in zip(*self.gather(self.truth.parts), strict=True)
+        )
+        out = np.zeros(len(self.row_ids), dtype=truth.dtype)
+        out[positions(self.row_ids, ids)] = truth
+        return out
+
+    def reliability(self, n_bins: int = 10) -> np.ndarray:
+        """Reliability sums of the uncalibrated and calibrated probabilities against the
+        true labels, summed over the partitions where they are held
+        (:func:`~pulsnar_dask.core.combine.piece_reliability`: shape (2, 2, 3, n_bins)).
+
+        Raises
+        ------
+        ValueError
+            Without true labels or calibrated probabilities.
+        """
+        if self.truth is None or not self.calibrated:
+            raise ValueError("reliability needs true labels and calibrated probabilities")
+        held = self.map_pieces(piece_reliability, [self.truth.parts, self.parts], (n_bins,))
+        return functools.reduce(np.add, self.gather(held))
 
     @cached_property
     def improved_probability(self) -> np.ndarray | None:
@@ -99,10 +136,10 @@ class JobResult:
     n_clusters : int
     row_ids, labels : ndarray
     rows : HeldRows
-        The per-row outputs where the executor holds them; ``probability`` (out-of-fold,
-        PULSNAR: ``1 - prod_c (1 - p_c)``), ``calibrated`` and ``improved`` (with
-        calibration / classification) bring them here as vectors.
-    true_labels : ndarray or None
+        The per-row outputs where the executor holds them (and the true labels, where
+        the input has them); ``probability`` (out-of-fold, PULSNAR: ``1 - prod_c (1 -
+        p_c)``), ``calibrated``, ``improved`` (with calibration / classification) and
+        ``true_labels`` bring them here as vectors.
     estimates : list of AlphaEstimate
         First iteration's densities and objective, per cluster.
     subproblems : list of SubproblemResult
@@ -170,7 +207,6 @@ class JobResult:
     row_ids: np.ndarray
     labels: np.ndarray
     rows: HeldRows
-    true_labels: np.ndarray | None
     estimates: list[AlphaEstimate]
     subproblems: list[SubproblemResult]
     bic: np.ndarray
@@ -196,6 +232,11 @@ class JobResult:
         """The combined out-of-fold probability of each row (brought here from where the
         executor holds it, the first time it is asked for)."""
         return self.rows.outputs.probability
+
+    @property
+    def true_labels(self) -> np.ndarray | None:
+        """Every row's true label (brought here the first time it is asked for)."""
+        return self.rows.true_labels
 
     @property
     def calibrated(self) -> np.ndarray | None:
@@ -287,8 +328,8 @@ class JobResult:
             out["alpha_ci"] = [max(low, 0.0), min(high, 1.0)]
         if self.model is not None:
             out["categorical_features"] = self.model.schema.categorical
-        if self.true_labels is not None:
-            out["true_alpha"] = float(np.mean(self.true_labels[self.labels == 0] > 0))
+        if self.rows.truth is not None:
+            out["true_alpha"] = self.rows.truth.alpha
         if self.metrics is not None:
             out["metrics"] = self.metrics
         return out

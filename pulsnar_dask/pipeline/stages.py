@@ -154,7 +154,6 @@ def _result(
         row_ids=job.row_ids,
         labels=job.labels,
         rows=out.rows,
-        true_labels=job.true_labels,
         estimates=[r.estimate for r in reading.first],
         subproblems=reading.first,
         bic=clustering.bic if clustering is not None else np.array([]),
