@@ -608,6 +608,22 @@ def test_every_bad_input_gets_one_clear_line(bad_inputs, name, tmp_path, capsys)
     assert not out.exists()  # refused before anything is written
 
 
+@pytest.mark.parametrize("name", ["duplicate ids", "true label as text"])
+def test_a_mistake_found_on_the_workers_is_one_line_from_every_process(
+    bad_inputs, name, tmp_path, capfd
+):
+    """Checks that run where the rows are held return the refusal rather than fail their
+    task, which the worker would log beside the run's one line (``capfd``: the workers'
+    processes write to the same stderr)."""
+    path, extra, message = bad_inputs[name]
+    status, _, err = run_cli(
+        ["run", "--input", path, "--out", str(tmp_path / "out"), "--n-workers", "1", *extra],
+        capfd,
+    )
+    assert status == 2 and message in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
 def test_string_ids_key_the_folds_and_the_predictions(tmp_path, capsys):
     """Ids of any type: a row's fold follows its id, so the same rows in another order
     give the same alpha; predictions come back under the input's ids, on both engines."""

@@ -20,6 +20,7 @@ from pulsnar_dask.dask_executor.engine import run_job
 from pulsnar_dask.dask_executor.sending import LARGE_GRAPH, share
 from pulsnar_dask.io import read_pu_parquet, write_pu_parquet
 from pulsnar_dask.outputs import RunOutput, results_frame
+from pulsnar_dask.pipeline.executor import TableRows
 from pulsnar_dask.pipeline.result import HeldRows
 
 
@@ -395,7 +396,7 @@ def _results(client, n, n_parts):
         share(client, RowOutputs(chunk[::-1], chunk[::-1] / (n - 1), None, None))
         for chunk in np.array_split(ids, n_parts)
     ]
-    held = HeldRows(parts, None, ids, client.gather, lambda *_: [])
+    held = HeldRows(parts, None, TableRows.of(ids, ids % 2), client.gather, lambda *_: [])
     return results_frame(client, held, "row_id", np.int64)
 
 

@@ -189,23 +189,37 @@ class CopyGroups:
         distinct_per_feature: np.ndarray | Callable[[], np.ndarray],
     ) -> CopyGroups:
         """The groups of copies among rows given by ascending ``row_ids``, their
-        :func:`content_hashes` and each feature's number of distinct values (a lower
-        bound will do; or a function that counts them, called only where some rows are
-        identical: counting is a pass over every value); none where identical rows may
-        be chance."""
+        :func:`content_hashes` and each feature's number of distinct values
+        (:meth:`identical`, then :meth:`unless_chance`)."""
+        identical = cls.identical(row_ids, hashes)
+        return identical.unless_chance(len(row_ids), distinct_per_feature)
+
+    @classmethod
+    def identical(cls, row_ids: np.ndarray, hashes: np.ndarray) -> CopyGroups:
+        """The groups of identical rows among rows given by ascending ``row_ids`` and
+        their :func:`content_hashes`, copies or not."""
         row_ids = np.asarray(row_ids)
         _, first, inverse, counts = np.unique(
             hashes, return_index=True, return_inverse=True, return_counts=True
         )
         if counts.max(initial=0) < 2:
             return cls()
-        if callable(distinct_per_feature):
-            distinct_per_feature = distinct_per_feature()
-        if identical_by_chance(row_ids.size, distinct_per_feature):
-            return cls()
         inverse = inverse.ravel()
         members = np.flatnonzero(counts[inverse] > 1)
         return cls(row_ids[members], row_ids[first[inverse[members]]])
+
+    def unless_chance(
+        self, n_rows: int, distinct_per_feature: np.ndarray | Callable[[], np.ndarray]
+    ) -> CopyGroups:
+        """These groups of identical rows, or none where among ``n_rows`` rows they may
+        be chance (:func:`identical_by_chance`), given each feature's number of distinct
+        values (a lower bound will do; or a function that counts them, called only
+        where some rows are identical: counting is a pass over every value)."""
+        if not len(self):
+            return self
+        if callable(distinct_per_feature):
+            distinct_per_feature = distinct_per_feature()
+        return CopyGroups() if identical_by_chance(n_rows, distinct_per_feature) else self
 
     def __len__(self) -> int:
         return int(self.ids.size)

@@ -251,6 +251,10 @@ def fit_mixture(
     )
 
 
+# Positives assigned this many at a time (their components' probabilities, a row each)
+LABEL_CHUNK = 32_768
+
+
 def cluster_labels(fit: MixtureFit, Z: np.ndarray, min_size: int = 1) -> np.ndarray:
     """Return each positive's cluster, renumbered ``0..c-1`` by decreasing size.
 
@@ -272,11 +276,16 @@ def cluster_labels(fit: MixtureFit, Z: np.ndarray, min_size: int = 1) -> np.ndar
     -------
     ndarray of int of shape (n,)
     """
-    proba = fit.model.predict_proba(Z)
-    counts = np.bincount(proba.argmax(axis=1), minlength=fit.n_components)
+    chunks = [slice(a, a + LABEL_CHUNK) for a in range(0, len(Z), LABEL_CHUNK)]
+    first = np.concatenate([fit.model.predict_proba(Z[c]).argmax(axis=1) for c in chunks])
+    counts = np.bincount(first, minlength=fit.n_components)
     kept = counts >= min_size
     kept[np.argmax(counts)] = True
-    raw = np.where(kept, proba, -1.0).argmax(axis=1)
+    raw = first
+    if not kept.all():
+        raw = np.concatenate(
+            [np.where(kept, fit.model.predict_proba(Z[c]), -1.0).argmax(axis=1) for c in chunks]
+        )
     counts = np.bincount(raw, minlength=fit.n_components)
     order = np.argsort(-counts, kind="stable")[: int(kept.sum())]
     rank = np.full(fit.n_components, -1)

@@ -350,7 +350,9 @@ def fit_bic_curve(
     """
     kinds = AUTO_COVARIANCE_TYPES if config.covariance_type == "auto" else (config.covariance_type,)
     curves: dict[str, list[MixtureFit]] = {k: [] for k in kinds}
-    for sizes in mixture_sizes(config, len(Z)):
+    n_positives = len(Z)
+    Z = seeded_rows(Z, config.max_cluster_rows, seed)  # each fit's rows, sent alone
+    for sizes in mixture_sizes(config, n_positives):
         going = [k for k in kinds if not curves[k] or lowest_bic_at_end(curves[k])]
         if not going:
             break

@@ -73,7 +73,7 @@ from pulsnar_dask.pipeline.checks import (
     check_true_labels,
     unrepresentable_counts,
 )
-from pulsnar_dask.pipeline.executor import Scored, ScoreRequest, Truth
+from pulsnar_dask.pipeline.executor import Scored, ScoreRequest, TableRows, Truth
 from pulsnar_dask.pipeline.result import JobResult
 from pulsnar_dask.pipeline.stages import run_pipeline
 
@@ -208,6 +208,55 @@ def _sum_all(*values: Any) -> Any:
 CONTENT = "__content_hash__"  # each row's content_hashes, beside its id and label
 
 
+def _checked_rows(
+    table: pd.DataFrame, id_col: str, label: str, names: tuple[str, str]
+) -> tuple[np.ndarray, np.ndarray, CopyGroups]:
+    """The table's ids (ascending) and labels, checked
+    (:func:`~pulsnar_dask.pipeline.checks.check_labels`), and its groups of identical
+    rows."""
+    table = table.sort_values(id_col, kind="stable")
+    ids, labels = table[id_col].to_numpy(), table[label].to_numpy()
+    check_labels(ids, labels, *names)
+    return ids, labels.astype(np.int8), CopyGroups.identical(ids, table[CONTENT].to_numpy())
+
+
+def _refusal_returned(check: Callable[..., Any], *args: Any) -> Any:
+    """``check(*args)``, or the :class:`PUError` it raises as its value: a mistake in the
+    input, found on a worker, comes back as one line (:func:`_refused`), not as a failed
+    task that the worker logs."""
+    try:
+        return check(*args)
+    except PUError as exc:
+        return exc
+
+
+def _refused(value: Any) -> Any:
+    """``value``, unless it is a refusal a worker returned, which is raised here."""
+    if isinstance(value, PUError):
+        raise value
+    return value
+
+
+def _rows_read(held: tuple | PUError) -> tuple[TableRows, CopyGroups] | PUError:
+    """What the client keeps of :func:`_checked_rows`: the counts and the positives'
+    ids (its ``fetch`` set there), and the identical rows."""
+    if isinstance(held, PUError):
+        return held
+    ids, labels, identical = held
+    rows = TableRows.of(ids, labels)
+    return TableRows(rows.n_positive, rows.n_unlabeled, rows.positive_ids, None), identical
+
+
+def _ids_and_labels(held: tuple) -> tuple[np.ndarray, np.ndarray]:
+    return held[0], held[1]
+
+
+def _positive_part(part: pd.DataFrame, id_col: str, label: str, columns: list[str]):
+    """A partition's labeled positives: their ids and ``columns`` as float32."""
+    rows = part.loc[part[label] == 1, [id_col, *columns]]
+    return rows.astype(dict.fromkeys(columns, np.float32))
+
+
 def _truth_part(part: pd.DataFrame, id_col: str, label: str, true_label: str) -> tuple:
     """A partition's (ids, labels, true labels), the true labels checked."""
     name = f"true-label column '{true_label}'"
@@ -215,8 +264,10 @@ def _truth_part(part: pd.DataFrame, id_col: str, label: str, true_label: str) ->
     return part[id_col].to_numpy(), part[label].to_numpy().astype(np.int8), truth
 
 
-def _unlabeled_truth(truth: tuple) -> tuple[int, int]:
+def _unlabeled_truth(truth: tuple | PUError) -> tuple[int, int] | PUError:
     """A partition's unlabeled rows, and how many of them are positive."""
+    if isinstance(truth, PUError):
+        return truth
     _, labels, true = truth
     unlabeled = labels == 0
     return int(unlabeled.sum()), int(np.sum(true[unlabeled] > 0))
@@ -429,10 +480,10 @@ class DaskExecutor:
         self.max_train_rows = max_train_rows
         self.asked_threads = n_threads
 
-    def read(self) -> tuple[np.ndarray, np.ndarray, Truth | None]:
+    def read(self) -> tuple[TableRows, Truth | None]:
         """Settle the schema (the categorical features' categories are counted on the
-        workers), store the table on the workers with categories as codes, check it,
-        and bring ids and labels here (true labels stay on the workers)."""
+        workers), store the table on the workers with categories as codes and check it
+        there: only counts, the labeled positives' ids and any copies come here."""
         puf = self.puf
         self.schema = self._schema()
         columns = [puf.id, puf.label]
@@ -456,35 +507,37 @@ class DaskExecutor:
                 frame.map_partitions(_table_part, columns, puf.features, meta=meta)
             )
         check_representable(unrepresentable.result())
-        table = table.result().sort_values(puf.id, kind="stable")
-        ids, labels = table[puf.id].to_numpy(), table[puf.label].to_numpy()
-        check_labels(ids, labels, f"id column '{puf.id}'", f"label column '{puf.label}'")
-        self.row_ids, self.labels = ids, labels.astype(np.int8)
+        names = (f"id column '{puf.id}'", f"label column '{puf.label}'")
+        held = self.client.submit(_refusal_returned, _checked_rows, table, puf.id, puf.label, names)
+        rows, identical = _refused(self.client.submit(_rows_read, held).result())
+        del table  # the concatenated columns go once the checked rows are made
+        rows.fetch = lambda: self.client.submit(_ids_and_labels, held).result()
         # the distinct values are counted only where some rows are identical
-        self.copies = CopyGroups.of_rows(
-            ids, table[CONTENT].to_numpy(), lambda: self._get(distinct).to_numpy()
-        )
+        self.copies = identical.unless_chance(rows.n_rows, lambda: self._get(distinct).to_numpy())
         self._shared_copies = share(self.client, self.copies)
         # settled here (milliseconds: the partitions are held already), so that the
         # checks for other jobs' tasks before a widened model see none of this one's
         wait([self._shared_copies, *self.parts])
         workers = self.client.scheduler_info()["workers"]
-        n_train = min(ids.size, self.max_train_rows or ids.size)
+        n_train = min(rows.n_rows, self.max_train_rows or rows.n_rows)
         self.engine = choose_engine(workers, n_train, len(self.features), self.requested_engine)
         self._placements = _round_robin(workers)
         self._largest_host = largest_host(workers)
         self._one_host = len(self._largest_host[1]) == len(workers)
-        return self.row_ids, self.labels, self._truth() if puf.true_label else None
+        return rows, self._truth() if puf.true_label else None
 
     def _truth(self) -> Truth:
         """The true-label column, checked and kept on the workers partition by
         partition, and the true alpha."""
         puf = self.puf
         parts = [
-            self.client.submit(_truth_part, part, puf.id, puf.label, puf.true_label)
+            self.client.submit(
+                _refusal_returned, _truth_part, part, puf.id, puf.label, puf.true_label
+            )
             for part in self.parts
         ]
         counts = self._gather([self.client.submit(_unlabeled_truth, p) for p in parts])
+        counts = [_refused(c) for c in counts]
         n_unlabeled, n_positive = np.sum(counts, axis=0)
         return Truth(parts, float(n_positive / n_unlabeled))
 
@@ -618,12 +671,15 @@ class DaskExecutor:
         )["booster"]
 
     def positives(self, columns: Sequence[str]) -> np.ndarray:
-        puf = self.puf
+        puf, columns = self.puf, list(columns)
         with EXPRESSIONS:
-            frame = puf.frame
-            positive = frame[frame[puf.label] == 1][[puf.id, *columns]]
-        rows = self._get(positive)
-        return rows.sort_values(puf.id, kind="stable")[list(columns)].to_numpy(np.float32)
+            meta = _positive_part(puf.frame._meta, puf.id, puf.label, columns)
+            positive = puf.frame.map_partitions(
+                _positive_part, puf.id, puf.label, columns, meta=meta
+            )
+        rows = self._get(positive)  # float32 from the workers: a fifth of the table's bytes
+        order = np.argsort(rows[puf.id].to_numpy(), kind="stable")
+        return rows[columns].to_numpy(np.float32)[order]
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         """Submit every call at once; each array they share goes to the cluster once

@@ -55,7 +55,7 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
     clustering = cluster_positives(
         job.executor, job.for_columns(features, n_threads=job.asked.n_threads), job.seed
     )
-    positive_ids = job.row_ids[job.labels == 1]
+    positive_ids = job.table.positive_ids
     job.mark("clustering")
     n_clusters = clustering.n_clusters
     model_cols = [features[i] for i in clustering.model_features]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
@@ -64,6 +65,53 @@ class ScoreRequest:
         if self.flipped_ids is not None:
             new[np.isin(row_ids[keep], self.flipped_ids)] = 1
         return keep, new
+
+
+@dataclass
+class TableRows:
+    """The table's rows as a run knows them: how many of each label and the labeled
+    positives' ids (few) here; every row's id and label where the executor holds them,
+    brought here only when asked for (:attr:`row_ids`, :attr:`labels`).
+
+    Attributes
+    ----------
+    n_positive, n_unlabeled : int
+    positive_ids : ndarray
+        The labeled positives' ids, ascending.
+    fetch : callable
+        Returns every row's (ids ascending, 0/1 labels as int8).
+    """
+
+    n_positive: int
+    n_unlabeled: int
+    positive_ids: np.ndarray
+    fetch: Callable[[], tuple[np.ndarray, np.ndarray]]
+
+    @classmethod
+    def of(cls, row_ids: np.ndarray, labels: np.ndarray) -> TableRows:
+        """Rows held here: ids ascending, 0/1 labels."""
+        labels = np.asarray(labels, dtype=np.int8)
+        n_positive = int(np.sum(labels == 1))
+        positives = np.asarray(row_ids)[labels == 1]
+        return cls(n_positive, labels.size - n_positive, positives, lambda: (row_ids, labels))
+
+    @property
+    def n_rows(self) -> int:
+        return self.n_positive + self.n_unlabeled
+
+    @cached_property
+    def _vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.fetch()
+
+    @property
+    def row_ids(self) -> np.ndarray:
+        """Every row's id, ascending (brought here the first time it is asked for)."""
+        return self._vectors[0]
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Every row's 0/1 label, in :attr:`row_ids` order."""
+        return self._vectors[1]
 
 
 @dataclass(frozen=True)
@@ -133,9 +181,9 @@ class Executor(Protocol):
     threads: int | None
     copies: CopyGroups
 
-    def read(self) -> tuple[np.ndarray, np.ndarray, Truth | None]:
-        """Check the table and settle its schema; return row ids (ascending), their 0/1
-        labels and the true labels where the input has them."""
+    def read(self) -> tuple[TableRows, Truth | None]:
+        """Check the table and settle its schema; return its rows and the true labels
+        where the input has them."""
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
         """Gain importance per feature (:func:`~pulsnar_dask.core.subtypes.importance_model_gain`);

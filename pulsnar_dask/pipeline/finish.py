@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 
 from pulsnar_dask.core.calibration import fit_map_on_cells
-from pulsnar_dask.core.combine import claimed_rows, piece_cell_sums, piece_outputs, positions
+from pulsnar_dask.core.combine import claimed_rows, piece_cell_sums, piece_outputs
 from pulsnar_dask.core.interval import AlphaInterval, alpha_interval
 from pulsnar_dask.core.map_reduce import identity
 from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.model import Component, subproblem_components
 from pulsnar_dask.core.subproblem import (
-    check_subproblem,
+    check_counts,
     subproblem_claims,
     subproblems_alpha,
     subproblems_calibration,
@@ -141,7 +141,7 @@ def outputs_of(
         (calibration if calibrate or classify else None, claims, seed),
     )
     reading.release_pieces(executor, but_first=True)  # the parts are computed from the first
-    held = (job.row_ids, executor.gather, executor.map_pieces, calibrate or classify, job.truth)
+    held = (job.table, executor.gather, executor.map_pieces, calibrate or classify, job.truth)
     rows = HeldRows(parts, None, *held)
     model_map = calibration.combined
     if not classify:
@@ -155,10 +155,9 @@ def outputs_of(
         + (" (and scoring PULSCAR, the baseline it is compared with)" if baseline_needed else "")
     )
     (claimed,) = executor.map_reduce(claimed_rows, identity, [parts], [()])
-    new_labels = job.labels.copy()
-    new_labels[positions(job.row_ids, claimed.row_ids)] = 1
+    n_claimed = claimed.row_ids.size  # unlabeled rows, each once
     try:
-        check_subproblem(new_labels, config)
+        check_counts(job.table.n_positive + n_claimed, job.table.n_unlabeled - n_claimed, config)
     except ValueError as exc:
         raise PUError(f"cannot retrain on the recovered labels: {exc}") from None
     features = job.features

@@ -17,7 +17,7 @@ from pulsnar_dask.core.subproblem import cross_validated_scores
 from pulsnar_dask.core.subtypes import importance_model_gain
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.checks import check_labels, check_representable
-from pulsnar_dask.pipeline.executor import Scored, ScoreRequest
+from pulsnar_dask.pipeline.executor import Scored, ScoreRequest, TableRows
 
 
 def feature_names(X: Any) -> list[str]:
@@ -97,7 +97,7 @@ class InProcessExecutor:
             raise PUError(f"X has {self.X.shape[0]} rows but y has {self.y.shape[0]}")
         self.row_ids = np.arange(self.y.size)
 
-    def read(self) -> tuple[np.ndarray, np.ndarray, None]:
+    def read(self) -> tuple[TableRows, None]:
         check_labels(self.row_ids, self.y, "the row index", "y")
         self.y = self.y.astype(np.int8)
         self.copies = CopyGroups.of_rows(
@@ -105,7 +105,7 @@ class InProcessExecutor:
             content_hashes(self.X),
             lambda: pd.DataFrame(self.X).nunique(dropna=False).to_numpy(),
         )
-        return self.row_ids, self.y, None
+        return TableRows.of(self.row_ids, self.y), None
 
     def importance(self, config: PUConfig, seed: int) -> np.ndarray:
         types = self.schema.feature_types()

@@ -15,13 +15,13 @@ from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.scoring import check_booster_params, column_params
 from pulsnar_dask.core.subproblem import (
     SubproblemResult,
-    check_subproblem,
+    check_counts,
     reads_rows,
     subproblem_of,
 )
 from pulsnar_dask.core.subtypes import Clustering
 from pulsnar_dask.errors import PUError
-from pulsnar_dask.pipeline.executor import Executor, ScoreRequest, Truth
+from pulsnar_dask.pipeline.executor import Executor, ScoreRequest, TableRows, Truth
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +43,8 @@ class Job:
     iterations : int
     on_stage : callable or None
         Called with each stage's description, before its log line.
-    row_ids, labels : ndarray
-        Set by :func:`read_input`: row ids ascending, 0/1 labels.
+    table : TableRows
+        Set by :func:`read_input`: the table's rows.
     truth : Truth or None
         Set by :func:`read_input`: the true labels where the input has them.
     """
@@ -55,8 +55,7 @@ class Job:
     seed: int
     iterations: int
     on_stage: Callable[[str], None] | None = None
-    row_ids: np.ndarray = field(default_factory=lambda: np.array([]))
-    labels: np.ndarray = field(default_factory=lambda: np.array([]))
+    table: TableRows | None = None
     truth: Truth | None = None
     start: float = field(default_factory=time.perf_counter)
     timings: dict[str, float] = field(default_factory=dict)
@@ -105,9 +104,9 @@ class Job:
             f"{name}-it{it}",
             self.executor.schema.feature_types(columns),
         )
-        if positive_ids is not None:
+        if positive_ids is not None:  # labeled positives, against every unlabeled row
             try:
-                check_subproblem(made.rows(self.row_ids, self.labels)[1], self.config)
+                check_counts(positive_ids.size, self.table.n_unlabeled, self.config)
             except ValueError as exc:
                 raise PUError(f"a subproblem is too small: {exc}") from None
         return made
@@ -182,7 +181,7 @@ class Reading:
 
 
 def read_input(job: Job) -> None:
-    """Read and check the table (``job.row_ids``, ``labels``, ``truth``), and the
+    """Read and check the table (``job.table``, ``job.truth``), and the
     settings against its features.
 
     Raises
@@ -192,17 +191,18 @@ def read_input(job: Job) -> None:
     """
     job.stage("reading and checking the input")
     executor, config = job.executor, job.config
-    job.row_ids, job.labels, job.truth = executor.read()
+    job.table, job.truth = executor.read()
+    table = job.table
     if len(executor.copies):
         logger.warning(
             "%d of %d rows copy another row's features exactly (not by chance: the table has "
             "features with too many values for that); each group of copies is kept in one "
             "fold (a copy in the training folds would give the held-out row's label away)",
             executor.copies.n_copies,
-            job.row_ids.size,
+            table.n_rows,
         )
     try:
-        check_subproblem(job.labels, config)
+        check_counts(table.n_positive, table.n_unlabeled, config)
     except ValueError as exc:
         raise PUError(f"too few rows for {config.n_folds} folds: {exc}") from None
     job.mark("input")
@@ -218,8 +218,8 @@ def read_input(job: Job) -> None:
             raise PUError(f"invalid settings: {exc}") from None
     logger.info(
         "%d rows (%d positive), %d features, engine %s",
-        job.labels.size,
-        int(job.labels.sum()),
+        table.n_rows,
+        table.n_positive,
         len(features),
         executor.engine,
     )

@@ -18,7 +18,7 @@ from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.core.stats import mean_ci
 from pulsnar_dask.core.subproblem import SubproblemResult
 from pulsnar_dask.core.subtypes import Clustering
-from pulsnar_dask.pipeline.executor import Truth
+from pulsnar_dask.pipeline.executor import TableRows, Truth
 
 # Below this labeled-vs-unlabeled AUC the run warns that alpha is poorly identified.
 WEAK_PU_AUC = 0.6
@@ -55,8 +55,9 @@ class HeldRows:
     retrained : list or None
         Each partition's rows of the retrain on recovered labels (probabilities, labels,
         ids), or their futures; None without a retrain.
-    row_ids : ndarray
-        The order of the vectors :attr:`outputs` and :attr:`improved_probability` give.
+    table : TableRows
+        The table's rows: the order of the vectors :attr:`outputs`,
+        :attr:`true_labels` and :attr:`improved_probability` give (its ``row_ids``).
     gather : callable
         Brings held parts here (the executor's ``gather``).
     map_pieces : callable
@@ -69,7 +70,7 @@ class HeldRows:
 
     parts: list[Any]
     retrained: list[Any] | None
-    row_ids: np.ndarray
+    table: TableRows
     gather: Callable[[list[Any]], list[Any]]
     map_pieces: Callable[..., list[Any]]
     calibrated: bool = False
@@ -78,7 +79,7 @@ class HeldRows:
     @cached_property
     def outputs(self) -> RowOutputs:
         """Every row's outputs, in ``row_ids`` order."""
-        return functools.reduce(summed, self.gather(self.parts)).on(self.row_ids)
+        return functools.reduce(summed, self.gather(self.parts)).on(self.table.row_ids)
 
     @cached_property
     def true_labels(self) -> np.ndarray | None:
@@ -88,8 +89,8 @@ class HeldRows:
         ids, _, truth = (
             np.concatenate(c) for c in zip(*self.gather(self.truth.parts), strict=True)
         )
-        out = np.zeros(len(self.row_ids), dtype=truth.dtype)
-        out[positions(self.row_ids, ids)] = truth
+        out = np.zeros(self.table.n_rows, dtype=truth.dtype)
+        out[positions(self.table.row_ids, ids)] = truth
         return out
 
     def reliability(self, n_bins: int = 10) -> np.ndarray:
@@ -113,8 +114,8 @@ class HeldRows:
         if self.retrained is None:
             return None
         proba, _, ids = (np.concatenate(c) for c in zip(*self.gather(self.retrained), strict=True))
-        out = np.full(len(self.row_ids), np.nan, dtype=proba.dtype)
-        out[positions(self.row_ids, ids)] = proba
+        out = np.full(self.table.n_rows, np.nan, dtype=proba.dtype)
+        out[positions(self.table.row_ids, ids)] = proba
         return out
 
 
@@ -134,7 +135,8 @@ class JobResult:
     cluster_alphas : list of float
         Per cluster, mean over iterations (``[alpha]`` for PULSCAR).
     n_clusters : int
-    row_ids, labels : ndarray
+    table : TableRows
+        The table's rows (``row_ids`` and ``labels`` bring them here as vectors).
     rows : HeldRows
         The per-row outputs where the executor holds them (and the true labels, where
         the input has them); ``probability`` (out-of-fold, PULSNAR: ``1 - prod_c (1 -
@@ -204,8 +206,7 @@ class JobResult:
     alphas: list[float]
     cluster_alphas: list[float]
     n_clusters: int
-    row_ids: np.ndarray
-    labels: np.ndarray
+    table: TableRows
     rows: HeldRows
     estimates: list[AlphaEstimate]
     subproblems: list[SubproblemResult]
@@ -232,6 +233,16 @@ class JobResult:
         """The combined out-of-fold probability of each row (brought here from where the
         executor holds it, the first time it is asked for)."""
         return self.rows.outputs.probability
+
+    @property
+    def row_ids(self) -> np.ndarray:
+        """Every row's id, ascending (brought here the first time it is asked for)."""
+        return self.table.row_ids
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Every row's 0/1 label, in ``row_ids`` order."""
+        return self.table.labels
 
     @property
     def true_labels(self) -> np.ndarray | None:
@@ -267,7 +278,7 @@ class JobResult:
         positives it means (``alpha x`` unlabeled rows) and the features that set it apart."""
         if self.profiles is None:
             return []
-        n_unlabeled = int(np.sum(self.labels == 0))
+        n_unlabeled = self.table.n_unlabeled
         return [
             {
                 "positives": r.n_positive,
@@ -285,9 +296,9 @@ class JobResult:
         out: dict[str, Any] = {
             "method": self.method,
             "alpha": self.alpha,
-            "n_positive": int(np.sum(self.labels == 1)),
-            "n_unlabeled": int(np.sum(self.labels == 0)),
-            "hidden_positives": round(self.alpha * int(np.sum(self.labels == 0))),
+            "n_positive": self.table.n_positive,
+            "n_unlabeled": self.table.n_unlabeled,
+            "hidden_positives": round(self.alpha * self.table.n_unlabeled),
             "n_clusters": self.n_clusters,
             "cluster_alphas": self.cluster_alphas,
             "seconds": round(self.seconds, 3),
