@@ -462,7 +462,7 @@ def build_report(result: JobResult, summary: dict) -> tuple[str, dict[str, bytes
     images = {"densities.png": densities_plot(result), "objective.png": objective_plot(result)}
     if result.bic.size:
         images["bic.png"] = bic_plot(result)
-    if result.rows.truth is not None and result.rows.calibrated:
+    if result.rows.truth is not None and result.rows.has_calibrated:
         images["calibration.png"] = calibration_plot(result)
     figures = "".join(
         f'<figure><img src="{name}" alt="{name}"><figcaption>{html.escape(CAPTIONS[name])}'

@@ -119,7 +119,7 @@ def test_outputs_put_each_subproblems_positives_after_the_unlabeled_rows():
     np.testing.assert_allclose(out.probability, [1 - 0.8 * 0.5, 0.75, 0.9, 0.6])
 
 
-def test_outputs_on_rows_align_by_id_and_mark_unseen_rows():
+def test_row_outputs_align_by_id_and_mark_unseen_rows():
     pieces = [_pieces(np.array([13, 10]), np.array([0, 0]), [0.5, 0.2])]
     more = [_pieces(np.array([12]), np.array([0]), [0.4])]
     out = (piece_outputs(pieces[0], None, None, 0) + piece_outputs(more[0], None, None, 0)).on(

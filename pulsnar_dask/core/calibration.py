@@ -5,6 +5,11 @@ equal probability bins follows the labeled positives' histogram: bins are walked
 top (p near 1) down, rows picked at random inside a bin, and a bin's shortfall carried to
 the next lower one. An isotonic (or logistic) regression of the new labels on the
 probabilities then gives calibrated probabilities.
+
+The pipeline fits that regression on counts (:func:`takes_of_counts`, :func:`cell_sums`,
+:func:`fit_map_on_cells`): each bin's expected share of flipped rows, summed on the
+probability grid where the rows are held, so that no row need be in one place. The draws
+on rows (:func:`flip_labels`, :func:`calibrate`) stay as the oracle it is tested against.
 """
 
 from __future__ import annotations

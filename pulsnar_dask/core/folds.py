@@ -189,10 +189,16 @@ class CopyGroups:
         distinct_per_feature: np.ndarray | Callable[[], np.ndarray],
     ) -> CopyGroups:
         """The groups of copies among rows given by ascending ``row_ids``, their
-        :func:`content_hashes` and each feature's number of distinct values
-        (:meth:`identical`, then :meth:`unless_chance`)."""
+        :func:`content_hashes` and each feature's number of distinct values (a lower
+        bound will do; or a function that counts them, called only where some rows are
+        identical: counting is a pass over every value); none where identical rows may
+        be chance."""
         identical = cls.identical(row_ids, hashes)
-        return identical.unless_chance(len(row_ids), distinct_per_feature)
+        if not len(identical):
+            return identical
+        if callable(distinct_per_feature):
+            distinct_per_feature = distinct_per_feature()
+        return cls() if identical_by_chance(len(row_ids), distinct_per_feature) else identical
 
     @classmethod
     def identical(cls, row_ids: np.ndarray, hashes: np.ndarray) -> CopyGroups:
@@ -207,19 +213,6 @@ class CopyGroups:
         inverse = inverse.ravel()
         members = np.flatnonzero(counts[inverse] > 1)
         return cls(row_ids[members], row_ids[first[inverse[members]]])
-
-    def unless_chance(
-        self, n_rows: int, distinct_per_feature: np.ndarray | Callable[[], np.ndarray]
-    ) -> CopyGroups:
-        """These groups of identical rows, or none where among ``n_rows`` rows they may
-        be chance (:func:`identical_by_chance`), given each feature's number of distinct
-        values (a lower bound will do; or a function that counts them, called only
-        where some rows are identical: counting is a pass over every value)."""
-        if not len(self):
-            return self
-        if callable(distinct_per_feature):
-            distinct_per_feature = distinct_per_feature()
-        return CopyGroups() if identical_by_chance(n_rows, distinct_per_feature) else self
 
     def __len__(self) -> int:
         return int(self.ids.size)

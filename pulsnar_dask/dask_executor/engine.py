@@ -44,11 +44,13 @@ from distributed import Client, Future, as_completed, progress, wait
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.folds import (
+    NO_COPIES,
     CopyGroups,
     FoldKeys,
     content_hashes,
     folds_from_hashes,
     id_checksum,
+    identical_by_chance,
     take_rows,
     trainable_rows,
 )
@@ -130,7 +132,9 @@ def _summary(keys: FoldKeys) -> FoldKeys:
     return keys.summary()
 
 
-def _scoring_rows(part, request: ScoreRequest, label, id_col, keys: FoldKeys, copies):
+def _scoring_rows(
+    part, request: ScoreRequest, label, id_col, keys: FoldKeys, copies, training: bool = True
+):
     """A partition's rows of a scoring, as
     :func:`~pulsnar_dask.core.subproblem.canonical_subproblem` gives the same rows in
     process (found from the scoring's fold hashes and subsample cut-offs).
@@ -139,12 +143,13 @@ def _scoring_rows(part, request: ScoreRequest, label, id_col, keys: FoldKeys, co
     -------
     (keep, ids, labels, folds, train)
         ``keep``: the partition's rows the scoring uses (mask); for those rows, their
-        ids, the labels the models train on, their folds and whether each may train.
+        ids, the labels the models train on, their folds and whether each may train
+        (None where not ``training``).
     """
     keep, ids, labels = _request_rows(part, request, label, id_col)
     config, seed = request.config, request.seed
     folds = folds_from_hashes(ids, labels, keys.sorted_hashes, config.n_folds, seed, copies)
-    train = trainable_rows(ids, labels, keys.thresholds, seed)
+    train = trainable_rows(ids, labels, keys.thresholds, seed) if training else None
     return keep, ids, labels, folds, train
 
 
@@ -190,7 +195,7 @@ def _predicted_piece(part, request: ScoreRequest, label, id_col, keys: FoldKeys,
     """A partition's rows of a scoring, each scored by the model of its fold:
     (probabilities, the labels the models trained on, ids), the rows in the partition's
     order."""
-    keep, ids, labels, folds, _ = _scoring_rows(part, request, label, id_col, keys, copies)
+    keep, ids, labels, folds, _ = _scoring_rows(part, request, label, id_col, keys, copies, False)
     X = _features(part, request, np.flatnonzero(keep))
     return fold_predictions(models, X, folds, request.config.n_threads), labels, ids
 
@@ -237,18 +242,24 @@ def _refused(value: Any) -> Any:
     return value
 
 
-def _rows_read(held: tuple | PUError) -> tuple[TableRows, CopyGroups] | PUError:
+def _rows_read(held: tuple | PUError) -> tuple[TableRows, int] | PUError:
     """What the client keeps of :func:`_checked_rows`: the counts and the positives'
-    ids (its ``fetch`` set there), and the identical rows."""
+    ids (no ``fetch``: the client sets it), and how many rows are identical to another."""
     if isinstance(held, PUError):
         return held
     ids, labels, identical = held
     rows = TableRows.of(ids, labels)
-    return TableRows(rows.n_positive, rows.n_unlabeled, rows.positive_ids, None), identical
+    return TableRows(rows.n_positive, rows.n_unlabeled, rows.positive_ids), len(identical)
 
 
-def _ids_and_labels(held: tuple) -> tuple[np.ndarray, np.ndarray]:
-    return held[0], held[1]
+def _identical_of(held: tuple) -> CopyGroups:
+    """The groups of identical rows :func:`_checked_rows` found."""
+    return held[2]
+
+
+def _id_label_part(part: pd.DataFrame, id_col: str, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """A partition's ids and labels."""
+    return part[id_col].to_numpy(), part[label].to_numpy().astype(np.int8)
 
 
 def _positive_part(part: pd.DataFrame, id_col: str, label: str, columns: list[str]):
@@ -509,11 +520,14 @@ class DaskExecutor:
         check_representable(unrepresentable.result())
         names = (f"id column '{puf.id}'", f"label column '{puf.label}'")
         held = self.client.submit(_refusal_returned, _checked_rows, table, puf.id, puf.label, names)
-        rows, identical = _refused(self.client.submit(_rows_read, held).result())
-        del table  # the concatenated columns go once the checked rows are made
-        rows.fetch = lambda: self.client.submit(_ids_and_labels, held).result()
-        # the distinct values are counted only where some rows are identical
-        self.copies = identical.unless_chance(rows.n_rows, lambda: self._get(distinct).to_numpy())
+        rows, n_identical = _refused(self.client.submit(_rows_read, held).result())
+        # the distinct values are counted, and the groups brought here, only where some
+        # rows are identical; the checked columns then go from the worker
+        self.copies = NO_COPIES
+        if n_identical and not identical_by_chance(rows.n_rows, self._get(distinct).to_numpy()):
+            self.copies = self.client.submit(_identical_of, held).result()
+        del held, table
+        rows.fetch = self._ids_and_labels
         self._shared_copies = share(self.client, self.copies)
         # settled here (milliseconds: the partitions are held already), so that the
         # checks for other jobs' tasks before a widened model see none of this one's
@@ -540,6 +554,15 @@ class DaskExecutor:
         counts = [_refused(c) for c in counts]
         n_unlabeled, n_positive = np.sum(counts, axis=0)
         return Truth(parts, float(n_positive / n_unlabeled))
+
+    def _ids_and_labels(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every row's id (ascending) and label, brought from the partitions: the vectors
+        of the Python API (:class:`~pulsnar_dask.pipeline.executor.TableRows`)."""
+        puf = self.puf
+        parts = [self.client.submit(_id_label_part, p, puf.id, puf.label) for p in self.parts]
+        ids, labels = (np.concatenate(c) for c in zip(*self._gather(parts), strict=True))
+        order = np.argsort(ids, kind="stable")
+        return ids[order], labels[order]
 
     def _schema(self) -> FeatureSchema:
         """The features' schema; categorical columns with too many categories are left

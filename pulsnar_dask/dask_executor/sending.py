@@ -3,9 +3,8 @@
 Distributed warns (``UserWarning``, "Sending large graph of size ...") when a graph it
 submits is over ``distributed.admin.large-graph-warning-threshold`` (10 MB), and advises
 sending the data once as a future that tasks then fetch. That is what the engine does
-with the arrays many tasks need (:func:`share`), and the results the workers write
-are split over partitions and sent once: the warning then
-only tells a user of a large run about a transfer that is by design.
+with what many tasks need (:func:`share`): the warning then only tells a user of a large
+run about a transfer that is by design.
 """
 
 from __future__ import annotations

@@ -78,14 +78,15 @@ class TableRows:
     n_positive, n_unlabeled : int
     positive_ids : ndarray
         The labeled positives' ids, ascending.
-    fetch : callable
-        Returns every row's (ids ascending, 0/1 labels as int8).
+    fetch : callable or None
+        Returns every row's (ids ascending, 0/1 labels as int8); set by the executor
+        that holds them.
     """
 
     n_positive: int
     n_unlabeled: int
     positive_ids: np.ndarray
-    fetch: Callable[[], tuple[np.ndarray, np.ndarray]]
+    fetch: Callable[[], tuple[np.ndarray, np.ndarray]] | None = None
 
     @classmethod
     def of(cls, row_ids: np.ndarray, labels: np.ndarray) -> TableRows:

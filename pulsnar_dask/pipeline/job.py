@@ -111,13 +111,6 @@ class Job:
                 raise PUError(f"a subproblem is too small: {exc}") from None
         return made
 
-    def rows_of(self, result: SubproblemResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A subproblem's (row ids, labels, probabilities) by ascending id: those it
-        holds, else brought from where the executor holds them."""
-        if result.row_ids is not None:
-            return result.row_ids, result.labels, result.probabilities
-        return self.executor.collect(result.pieces)
-
     def subproblems(self, requests: list[ScoreRequest]) -> list[SubproblemResult]:
         """Score the requests where the table is and read each one's alpha here, from
         the counts (the rows brought here only for a reader of rows)."""

@@ -62,7 +62,7 @@ class HeldRows:
         Brings held parts here (the executor's ``gather``).
     map_pieces : callable
         Computes on each partition where it is held (the executor's ``map_pieces``).
-    calibrated : bool
+    has_calibrated : bool
         Whether the outputs hold calibrated probabilities.
     truth : Truth or None
         The true labels, where the input has them.
@@ -73,7 +73,7 @@ class HeldRows:
     table: TableRows
     gather: Callable[[list[Any]], list[Any]]
     map_pieces: Callable[..., list[Any]]
-    calibrated: bool = False
+    has_calibrated: bool = False
     truth: Truth | None = None
 
     @cached_property
@@ -103,7 +103,7 @@ class HeldRows:
         ValueError
             Without true labels or calibrated probabilities.
         """
-        if self.truth is None or not self.calibrated:
+        if self.truth is None or not self.has_calibrated:
             raise ValueError("reliability needs true labels and calibrated probabilities")
         held = self.map_pieces(piece_reliability, [self.truth.parts, self.parts], (n_bins,))
         return functools.reduce(np.add, self.gather(held))

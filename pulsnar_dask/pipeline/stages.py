@@ -6,10 +6,12 @@ An executor runs the steps that touch the feature table where the table is: in t
 process on arrays (:class:`~pulsnar_dask.pipeline.in_process.InProcessExecutor`, what the
 estimators use on numpy and pandas data) or over a Dask cluster
 (:class:`~pulsnar_dask.dask_executor.engine.DaskExecutor`). What reaches the pipeline is
-small: row ids and labels, the positives' clustering features, and each scoring's
-counts (:class:`~pulsnar_dask.core.map_reduce.Tally`); what alpha, the claims and the
-interval need of the rows is counted where the executor holds them (``map_reduce``), and
-the calibration and the outputs bring one scoring's rows here at a time (``collect``).
+small: the rows' counts and the labeled positives' ids
+(:class:`~pulsnar_dask.pipeline.executor.TableRows`), the positives' clustering features,
+and each scoring's counts (:class:`~pulsnar_dask.core.map_reduce.Tally`); what alpha, the
+claims, the interval and the calibration need of the rows is counted where the executor
+holds them (``map_reduce``), and each partition's outputs are computed there
+(``map_pieces``).
 """
 
 from __future__ import annotations
