@@ -624,6 +624,30 @@ def test_a_mistake_found_on_the_workers_is_one_line_from_every_process(
     assert len(err.strip().splitlines()) == 1, err
 
 
+def test_wrong_true_labels_are_counted_over_the_whole_column(tmp_path, capsys):
+    """The true labels are checked partition by partition, and the refusal counts each
+    wrong value over every partition."""
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, truth in enumerate([["yes"] * 5 + ["no"] * 15, ["no"] * 10 + ["2"] * 10]):
+        pd.DataFrame(
+            {
+                "f0": rng.random(20),
+                "label": [1] * 6 + [0] * 14,
+                "row_id": np.arange(20) + 20 * i,
+                "truth": truth,
+            }
+        ).to_parquet(folder / f"part{i}.parquet", index=False)
+    status, _, err = run_cli(
+        ["run", "--input", str(folder), "--out", str(tmp_path / "out"), "--n-workers", "1",
+         "--true-label-col", "truth"],
+        capsys,
+    )  # fmt: skip
+    assert status == 2
+    assert "found 'no' (25 rows), '2' (10 rows), 'yes' (5 rows)" in err, err  # most first
+
+
 def test_string_ids_key_the_folds_and_the_predictions(tmp_path, capsys):
     """Ids of any type: a row's fold follows its id, so the same rows in another order
     give the same alpha; predictions come back under the input's ids, on both engines."""

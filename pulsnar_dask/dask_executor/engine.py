@@ -72,7 +72,8 @@ from pulsnar_dask.io import PUFrame
 from pulsnar_dask.pipeline.checks import (
     check_labels,
     check_representable,
-    check_true_labels,
+    refuse_true_labels,
+    true_label_values,
     unrepresentable_counts,
 )
 from pulsnar_dask.pipeline.executor import Scored, ScoreRequest, TableRows, Truth
@@ -269,16 +270,18 @@ def _positive_part(part: pd.DataFrame, id_col: str, label: str, columns: list[st
 
 
 def _truth_part(part: pd.DataFrame, id_col: str, label: str, true_label: str) -> tuple:
-    """A partition's (ids, labels, true labels), the true labels checked."""
-    name = f"true-label column '{true_label}'"
-    truth = check_true_labels(part[true_label].to_numpy(), name)
+    """A partition's (ids, labels, true labels)."""
+    truth, _ = true_label_values(part[true_label].to_numpy())
     return part[id_col].to_numpy(), part[label].to_numpy().astype(np.int8), truth
 
 
-def _unlabeled_truth(truth: tuple | PUError) -> tuple[int, int] | PUError:
+def _bad_true_labels(part: pd.DataFrame, true_label: str) -> pd.Series:
+    """A partition's rows of each true label that is not a whole number from 0."""
+    return true_label_values(part[true_label].to_numpy())[1]
+
+
+def _unlabeled_truth(truth: tuple) -> tuple[int, int]:
     """A partition's unlabeled rows, and how many of them are positive."""
-    if isinstance(truth, PUError):
-        return truth
     _, labels, true = truth
     unlabeled = labels == 0
     return int(unlabeled.sum()), int(np.sum(true[unlabeled] > 0))
@@ -542,16 +545,25 @@ class DaskExecutor:
 
     def _truth(self) -> Truth:
         """The true-label column, checked and kept on the workers partition by
-        partition, and the true alpha."""
+        partition, and the true alpha.
+
+        Raises
+        ------
+        PUError
+            Naming the wrong values and their rows in the whole column.
+        """
         puf = self.puf
+        bad = [self.client.submit(_bad_true_labels, p, puf.true_label) for p in self.parts]
+        bad = pd.concat(self._gather(bad))
+        if len(bad):
+            bad = bad.groupby(level=0, dropna=False, sort=False).sum()
+            bad = bad.sort_values(ascending=False, kind="stable")
+        refuse_true_labels(bad, f"true-label column '{puf.true_label}'")
         parts = [
-            self.client.submit(
-                _refusal_returned, _truth_part, part, puf.id, puf.label, puf.true_label
-            )
+            self.client.submit(_truth_part, part, puf.id, puf.label, puf.true_label)
             for part in self.parts
         ]
         counts = self._gather([self.client.submit(_unlabeled_truth, p) for p in parts])
-        counts = [_refused(c) for c in counts]
         n_unlabeled, n_positive = np.sum(counts, axis=0)
         return Truth(parts, float(n_positive / n_unlabeled))
 
