@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -186,7 +187,7 @@ class RowOutputs:
         )
 
 
-def piece_reliability(piece: Sequence, n_bins: int) -> np.ndarray:
+def piece_reliability(piece: Sequence[Any], n_bins: int) -> np.ndarray:
     """One partition's :func:`~pulsnar_dask.core.calibration.reliability_sums` against
     true labels, of its uncalibrated and calibrated probabilities.
 

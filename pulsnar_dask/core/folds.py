@@ -302,6 +302,23 @@ def thresholds_of(
 
 
 @dataclass(frozen=True)
+class KeysPiece:
+    """Some rows' share of a scoring's :class:`FoldKeys` (:meth:`FoldKeys.piece`).
+
+    Attributes
+    ----------
+    fold, subsample : dict of int to ndarray of uint64
+        Per label, the rows' fold hashes and subsample hashes, in the rows' order.
+    checksums : dict of int to int
+        Per label, the rows' ids' :func:`id_checksum`.
+    """
+
+    fold: dict[int, np.ndarray]
+    subsample: dict[int, np.ndarray]
+    checksums: dict[int, int]
+
+
+@dataclass(frozen=True)
 class FoldKeys:
     """A scoring's rows reduced to what places any one of them, so that the rows' ids and
     labels need not be in one place: each label's sorted fold hashes
@@ -324,37 +341,32 @@ class FoldKeys:
     checksums: dict[int, int]
 
     @staticmethod
-    def piece(row_ids: np.ndarray, labels: np.ndarray, seed: int) -> tuple[dict, dict, dict]:
-        """Some rows' share of the keys, to be merged by :meth:`of_pieces`: their fold
-        hashes, subsample hashes and id checksums, per label."""
+    def piece(row_ids: np.ndarray, labels: np.ndarray, seed: int) -> KeysPiece:
+        """Some rows' share of the keys, to be merged by :meth:`of_pieces`."""
         labels = np.asarray(labels)
-        checksums = {int(v): id_checksum(row_ids[labels == v]) for v in np.unique(labels)}
-        return (
+        return KeysPiece(
             label_hashes(row_ids, labels, seed),
             subsample_hashes(row_ids, labels, seed),
-            checksums,
+            {int(v): id_checksum(row_ids[labels == v]) for v in np.unique(labels)},
         )
 
     @classmethod
     def of_pieces(
-        cls,
-        pieces: Sequence[tuple[dict, dict, dict]],
-        max_ratio: float | None,
-        max_rows: int | None,
+        cls, pieces: Sequence[KeysPiece], max_ratio: float | None, max_rows: int | None
     ) -> FoldKeys:
         """The keys of all the rows of ``pieces`` (:meth:`piece`), whatever their order."""
 
-        def joined(which: int) -> dict[int, np.ndarray]:
-            values = sorted({v for p in pieces for v in p[which]})
-            return {
-                v: np.concatenate([p[which][v] for p in pieces if v in p[which]]) for v in values
-            }
+        def joined(of: Callable[[KeysPiece], dict[int, np.ndarray]]) -> dict[int, np.ndarray]:
+            values = sorted({v for p in pieces for v in of(p)})
+            return {v: np.concatenate([of(p)[v] for p in pieces if v in of(p)]) for v in values}
 
-        hashes = {v: np.sort(h) for v, h in joined(0).items()}
-        checksums = {v: sum(p[2][v] for p in pieces if v in p[2]) % 2**64 for v in sorted(hashes)}
+        hashes = {v: np.sort(h) for v, h in joined(lambda p: p.fold).items()}
+        checksums = {
+            v: sum(p.checksums[v] for p in pieces if v in p.checksums) % 2**64 for v in hashes
+        }
         return cls(
             hashes,
-            thresholds_of(joined(1), max_ratio, max_rows),
+            thresholds_of(joined(lambda p: p.subsample), max_ratio, max_rows),
             {v: int(h.size) for v, h in hashes.items()},
             checksums,
         )

@@ -47,6 +47,7 @@ from pulsnar_dask.core.folds import (
     NO_COPIES,
     CopyGroups,
     FoldKeys,
+    KeysPiece,
     content_hashes,
     folds_from_hashes,
     id_checksum,
@@ -118,18 +119,20 @@ def _request_rows(part, request: ScoreRequest, label, id_col) -> tuple[np.ndarra
     return keep, ids[keep], labels
 
 
-def _keys_piece(part, request: ScoreRequest, label, id_col) -> tuple[dict, dict, dict]:
+def _keys_piece(part, request: ScoreRequest, label, id_col) -> KeysPiece:
     """A partition's share of a scoring's :class:`~pulsnar_dask.core.folds.FoldKeys`."""
     _, ids, labels = _request_rows(part, request, label, id_col)
     return FoldKeys.piece(ids, labels, request.seed)
 
 
-def _merged_keys(request: ScoreRequest, *pieces: tuple[dict, dict, dict]) -> FoldKeys:
+def _merged_keys(request: ScoreRequest, *pieces: KeysPiece) -> FoldKeys:
+    """A scoring's keys from every partition's share."""
     config = request.config
     return FoldKeys.of_pieces(pieces, config.max_unlabeled_ratio, config.max_train_rows)
 
 
 def _summary(keys: FoldKeys) -> FoldKeys:
+    """:meth:`~pulsnar_dask.core.folds.FoldKeys.summary`, on the worker that holds the keys."""
     return keys.summary()
 
 

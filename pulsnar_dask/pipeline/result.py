@@ -123,6 +123,10 @@ class HeldRows:
 class JobResult:
     """Everything a run produces (vectors are aligned with ``row_ids``, ascending).
 
+    On a cluster the per-row outputs stay on the workers and ``table`` and ``rows`` hold
+    the client's means of bringing them, so a result is used in the process that ran the
+    job, while its client is open; it is not for pickling.
+
     Attributes
     ----------
     method : str
