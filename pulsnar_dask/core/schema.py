@@ -158,6 +158,8 @@ class FeatureSchema:
             feature and ``column=category`` for an indicator.
         """
         X = np.asarray(X, dtype=float)
+        if not any(name in self.categories for name in columns):
+            return X, list(columns)  # every column as it is: no copy of the matrix
         blocks, names = [], []
         for j, name in enumerate(columns):
             if name not in self.categories:

@@ -411,21 +411,21 @@ def cluster_halves(
         Per cluster, ``True`` for the positives (in the order of ``labels == c``) in the
         second half; ``None`` where the cluster is not cut.
     """
-    members = [Z[labels == c] for c in range(int(labels.max()) + 1)]
-    cuttable = [c for c, Zc in enumerate(members) if len(Zc) >= 2 * min_size]
+    sizes = np.bincount(labels, minlength=int(labels.max()) + 1)
+    cuttable = [c for c, size in enumerate(sizes) if size >= 2 * min_size]
     state = mixture_random_state(2, seed)
     calls = []
-    for c in cuttable:
-        fitted = seeded_rows(members[c], max_rows, seed)
+    for c in cuttable:  # each cluster's rows taken when needed: no second copy of Z
+        fitted = seeded_rows(Z[labels == c], max_rows, seed)
         calls += [(fitted, k, covariance_type, state) for k in (1, 2)]
     fits = map_fits(_fit_or_reason, calls) if calls else []
-    out: list[np.ndarray | None] = [None] * len(members)
+    out: list[np.ndarray | None] = [None] * sizes.size
     for c, one, two in zip(cuttable, fits[::2], fits[1::2], strict=True):
         failed = next((f for f in (one, two) if isinstance(f, str)), None)
         if failed is not None:  # a refinement: the cluster stays whole
             logger.info("cluster %d not cut: %s", c + 1, failed)
             continue
-        cut = two.model.predict(members[c]) == 1
+        cut = two.model.predict(Z[labels == c]) == 1
         comparable = one.covariance_type == two.covariance_type  # BICs of one family
         if comparable and two.bic < one.bic and min_size <= cut.sum() <= len(cut) - min_size:
             out[c] = cut

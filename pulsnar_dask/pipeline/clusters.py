@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.mixture import cluster_labels, clustering_matrix
+from pulsnar_dask.core.mixture import MixtureFit, cluster_labels, clustering_matrix
 from pulsnar_dask.core.subproblem import SubproblemResult
 from pulsnar_dask.core.subtypes import (
     Clustering,
@@ -112,9 +112,29 @@ def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Cluste
         raise PUError(str(exc)) from None
     cluster_cols = [executor.features[i] for i in cluster_idx]
     X_positive = executor.positives(cluster_cols)
-    # categorical features as their codes: as indicators, a column of noise splits the
-    # positives by its categories
-    Z = clustering_matrix(X_positive, gain[cluster_idx])
+    chosen, bic, positive_labels, halves = _assigned(
+        executor, clustering_matrix(X_positive, gain[cluster_idx]), config, seed
+    )  # the clustering matrix goes before the profiles take their copies
+    profiles = _profiles(executor, cluster_cols, positive_labels, X_positive)
+    return make_clustering(
+        chosen,
+        bic,
+        positive_labels,
+        gain,
+        model_idx,
+        cluster_idx,
+        profiles,
+        halves,
+    )
+
+
+def _assigned(
+    executor: Executor, Z: np.ndarray, config: PUConfig, seed: int
+) -> tuple[MixtureFit, np.ndarray, np.ndarray, list[np.ndarray | None]]:
+    """The mixture the BIC chooses on the clustering matrix ``Z`` (categorical features
+    as their codes: as indicators, a column of noise splits the positives by its
+    categories), its BIC curve, each positive's cluster and each cluster's halves (none
+    without ``cluster_split``)."""
     curves = fit_bic_curve(executor.map, Z, config, seed)
     chosen, bic, _ = choose_mixture(curves, config)
     min_size = min_cluster_size(config, len(Z))
@@ -130,17 +150,7 @@ def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Cluste
             seed,
             config.max_cluster_rows,
         )
-    profiles = _profiles(executor, cluster_cols, positive_labels, X_positive)
-    return make_clustering(
-        chosen,
-        bic,
-        positive_labels,
-        gain,
-        model_idx,
-        cluster_idx,
-        profiles,
-        halves,
-    )
+    return chosen, bic, positive_labels, halves
 
 
 def _profiles(
