@@ -169,11 +169,11 @@ def test_expected_calibration_error_known_value():
 
 
 def test_reliability_curve_known_bins():
-    from pulsnar_dask.core.calibration import reliability_curve
+    from pulsnar_dask.core.calibration import curve_of, reliability_sums
 
     y = np.array([0, 1, 1, 1, 0])
     p = np.array([0.1, 0.3, 0.9, 1.0, 0.8])
-    mean_p, mean_y, count = reliability_curve(y, p, n_bins=4)
+    mean_p, mean_y, count = curve_of(reliability_sums(y, p, n_bins=4))
     assert count.tolist() == [1, 1, 0, 3]
     np.testing.assert_allclose(mean_p[[0, 1, 3]], [0.1, 0.3, 0.9])
     np.testing.assert_allclose(mean_y[[0, 1, 3]], [0, 1, 2 / 3])

@@ -462,14 +462,6 @@ def curve_of(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return p / count, y / count, count.astype(np.int64)
 
 
-def reliability_curve(
-    y_true: np.ndarray, probabilities: np.ndarray, n_bins: int = 10
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean probability and fraction of positives in equal-width bins of [0, 1]
-    (:func:`curve_of` the rows' :func:`reliability_sums`)."""
-    return curve_of(reliability_sums(y_true, probabilities, n_bins))
-
-
 def calibration_error(sums: np.ndarray) -> float:
     """The expected calibration error of :func:`reliability_sums`:
     ``sum_b (n_b / n) |mean(y in b) - mean(p in b)|``."""

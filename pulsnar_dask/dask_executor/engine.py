@@ -252,13 +252,12 @@ def _rows_read(held: tuple | PUError) -> tuple[TableRows, int] | PUError:
     if isinstance(held, PUError):
         return held
     ids, labels, identical = held
-    rows = TableRows.of(ids, labels)
-    return TableRows(rows.n_positive, rows.n_unlabeled, rows.positive_ids), len(identical)
+    return replace(TableRows.of(ids, labels), fetch=None), len(identical)
 
 
-def _identical_of(held: tuple) -> CopyGroups:
-    """The groups of identical rows :func:`_checked_rows` found."""
-    return held[2]
+def _item(value: Sequence[Any], index: int) -> Any:
+    """``value[index]``, where a worker holds ``value``."""
+    return value[index]
 
 
 def _id_label_part(part: pd.DataFrame, id_col: str, label: str) -> tuple[np.ndarray, np.ndarray]:
@@ -272,15 +271,13 @@ def _positive_part(part: pd.DataFrame, id_col: str, label: str, columns: list[st
     return rows.astype(dict.fromkeys(columns, np.float32))
 
 
-def _truth_part(part: pd.DataFrame, id_col: str, label: str, true_label: str) -> tuple:
-    """A partition's (ids, labels, true labels)."""
-    truth, _ = true_label_values(part[true_label].to_numpy())
-    return part[id_col].to_numpy(), part[label].to_numpy().astype(np.int8), truth
-
-
-def _bad_true_labels(part: pd.DataFrame, true_label: str) -> pd.Series:
-    """A partition's rows of each true label that is not a whole number from 0."""
-    return true_label_values(part[true_label].to_numpy())[1]
+def _truth_part(
+    part: pd.DataFrame, id_col: str, label: str, true_label: str
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], pd.Series]:
+    """A partition's (ids, labels, true labels), and the rows of each true label that is
+    not a whole number from 0 (:func:`~pulsnar_dask.pipeline.checks.true_label_values`)."""
+    truth, bad = true_label_values(part[true_label].to_numpy())
+    return (part[id_col].to_numpy(), part[label].to_numpy().astype(np.int8), truth), bad
 
 
 def _unlabeled_truth(truth: tuple) -> tuple[int, int]:
@@ -531,7 +528,7 @@ class DaskExecutor:
         # rows are identical; the checked columns then go from the worker
         self.copies = NO_COPIES
         if n_identical and not identical_by_chance(rows.n_rows, self._get(distinct).to_numpy()):
-            self.copies = self.client.submit(_identical_of, held).result()
+            self.copies = self.client.submit(_item, held, 2).result()
         del held, table
         rows.fetch = self._ids_and_labels
         self._shared_copies = share(self.client, self.copies)
@@ -556,16 +553,16 @@ class DaskExecutor:
             Naming the wrong values and their rows in the whole column.
         """
         puf = self.puf
-        bad = [self.client.submit(_bad_true_labels, p, puf.true_label) for p in self.parts]
-        bad = pd.concat(self._gather(bad))
+        checked = [
+            self.client.submit(_truth_part, part, puf.id, puf.label, puf.true_label)
+            for part in self.parts
+        ]
+        bad = pd.concat(self._gather([self.client.submit(_item, c, 1) for c in checked]))
         if len(bad):
             bad = bad.groupby(level=0, dropna=False, sort=False).sum()
             bad = bad.sort_values(ascending=False, kind="stable")
         refuse_true_labels(bad, f"true-label column '{puf.true_label}'")
-        parts = [
-            self.client.submit(_truth_part, part, puf.id, puf.label, puf.true_label)
-            for part in self.parts
-        ]
+        parts = [self.client.submit(_item, c, 0) for c in checked]
         counts = self._gather([self.client.submit(_unlabeled_truth, p) for p in parts])
         n_unlabeled, n_positive = np.sum(counts, axis=0)
         return Truth(parts, float(n_positive / n_unlabeled))
