@@ -65,8 +65,12 @@ from common import (
 )
 
 import pulsnar_dask
+import pulsnar_dask.pipeline.finish as finish
 from pulsnar_dask import PULSNAR
+from pulsnar_dask.core.claims import claim_overlaps
 from pulsnar_dask.core.interval import Z_95
+from pulsnar_dask.core.map_reduce import identity, in_memory
+from pulsnar_dask.core.subproblem import piece_overlaps, subproblem_claims
 from pulsnar_dask.estimators import CLUSTER_SETTINGS
 from pulsnar_dask.pipeline.result import OVERLAP_AUC
 
@@ -88,6 +92,53 @@ HELD_OUT: dict[str, tuple[str, tuple[float, ...]]] = {
     **{f"SNAR_{s}": ("held-out SNAR", (0.05, 0.3)) for s in HELD_OUT_SUBTYPE_SETS},
 }
 GROUPS = {family: group for family, (group, _) in {**FAMILIES, **HELD_OUT}.items()}
+
+
+class _ClusterReadings:
+    """While a fit runs, the clusters' readings at other ``claim_overlap`` values: each
+    setting's interval readings (kernel and tail, with their bootstrap spread), read from
+    the same subproblems as the fit's own, and what the setting acts on (each cluster's
+    alpha and positives, and the pairwise overlaps of their claims). ``claim_overlap``
+    only decides how the clusters' alphas combine, so one fit serves every setting.
+
+    The pipeline's :func:`~pulsnar_dask.core.interval.alpha_interval` is wrapped for the
+    fit's duration (in process, where the subproblems' rows are still held).
+    """
+
+    def __init__(self, overlaps: tuple[float, ...]) -> None:
+        self.overlaps = overlaps
+        self.record: dict = {}
+
+    def __enter__(self) -> _ClusterReadings:
+        self.original = finish.alpha_interval
+
+        def wrapped(groups, config, seed=0, alphas=(), map_reduce=None):
+            interval = self.original(groups, config, seed, alphas, map_reduce)
+            clusters = groups.get("pulsnar", ())
+            if len(clusters) > 1 and self.overlaps:
+                claims = subproblem_claims(clusters)
+                (shared,) = (map_reduce or in_memory)(
+                    piece_overlaps, identity, [r.pieces for r in clusters], [(claims,)]
+                )
+                self.record = {
+                    "cluster_alphas": [float(r.alpha) for r in clusters],
+                    "cluster_positives": [r.counts.count(1) for r in clusters],
+                    "claim_overlaps": np.round(claim_overlaps(shared), 4),
+                    "by_claim_overlap": {
+                        str(x): self.original(
+                            {"pulsnar": clusters}, config.with_(claim_overlap=x), seed,
+                            (), map_reduce,
+                        ).readings
+                        for x in self.overlaps
+                    },
+                }  # fmt: skip
+            return interval
+
+        finish.alpha_interval = wrapped
+        return self
+
+    def __exit__(self, *exc) -> None:
+        finish.alpha_interval = self.original
 
 
 class _Warnings(logging.Handler):
@@ -121,10 +172,16 @@ def _plain(value):
 
 
 def fit_one(
-    family: str, fraction: float, seed: int, commit: str, settings: dict | None = None
+    family: str,
+    fraction: float,
+    seed: int,
+    commit: str,
+    settings: dict | None = None,
+    overlap_settings: tuple[float, ...] = (),
 ) -> dict:
     """One run's record (``error``: the run could not be built); ``settings``: PULSNAR
-    parameters other than the defaults, recorded with the run."""
+    parameters other than the defaults, recorded with the run; ``overlap_settings``: the
+    clusters' readings at these settings too (:class:`_ClusterReadings`, ``clusters``)."""
     head = {"set": family, "group": GROUPS[family], "frac": fraction, "seed": seed}
     try:
         data, categorical = build(family, fraction, seed)
@@ -138,7 +195,8 @@ def fit_one(
         est = PULSNAR(
             random_state=seed, n_jobs=2, categorical_features=categorical, **(settings or {})
         )
-        est.fit(data.X, labels)
+        with _ClusterReadings(overlap_settings) as clusters:
+            est.fit(data.X, labels)
     finally:
         logging.getLogger("pulsnar_dask").removeHandler(caught)
     interval = est.alpha_interval_
@@ -158,10 +216,31 @@ def fit_one(
         "sec": round(time.perf_counter() - start, 1),
         "commit": commit,
         **({"settings": settings} if settings else {}),
+        **({"clusters": _plain(clusters.record)} if clusters.record else {}),
+        **_cuts(est),
     }
 
 
-def fit(families: list[str], seeds: list[int], out: Path, settings: dict | None = None) -> None:
+def _cuts(est: PULSNAR) -> dict:
+    """The cluster cuts a fit made (``cluster_split``): the mixture's components, the
+    clusters cut in the first round and the cuts in all."""
+    clustering = getattr(est, "clustering_", None)
+    if clustering is None:
+        return {}
+    return {
+        "mixture_components": int(clustering.mixture_components),
+        "cut": list(clustering.cut),
+        "n_cuts": int(clustering.n_cuts),
+    }
+
+
+def fit(
+    families: list[str],
+    seeds: list[int],
+    out: Path,
+    settings: dict | None = None,
+    overlap_settings: tuple[float, ...] = (),
+) -> None:
     done = set()
     if out.exists():
         for line in out.read_text().splitlines():
@@ -174,7 +253,7 @@ def fit(families: list[str], seeds: list[int], out: Path, settings: dict | None 
                 for fraction in {**FAMILIES, **HELD_OUT}[family][1]:
                     if (family, fraction, seed) in done:
                         continue
-                    run = fit_one(family, fraction, seed, commit, settings)
+                    run = fit_one(family, fraction, seed, commit, settings, overlap_settings)
                     sink.write(json.dumps(run) + "\n")
                     sink.flush()
                     print(
@@ -631,6 +710,14 @@ def main() -> None:
         help="a PULSNAR parameter other than its default (a rule turned off: "
         "cluster_split=null, claim_overlap=1)",
     )
+    fitting.add_argument(
+        "--claim-overlaps",
+        type=float,
+        nargs="+",
+        default=[],
+        metavar="X",
+        help="also record the clusters' readings with claim_overlap at each X (one fit)",
+    )
     tabling = sub.add_parser("table", help="choose settings out of sample and report")
     tabling.add_argument("--runs", type=Path, required=True)
     tabling.add_argument("--before", type=Path, help="an earlier commit's fits of the same runs")
@@ -655,7 +742,13 @@ def main() -> None:
             CLUSTER_SETTINGS,
             " (a PULSNAR cluster setting)",
         )
-        fit(args.families, args.seeds, args.out, {n: getattr(config, n) for n in names})
+        fit(
+            args.families,
+            args.seeds,
+            args.out,
+            {n: getattr(config, n) for n in names},
+            tuple(args.claim_overlaps),
+        )
     elif args.command == "confirm":
         confirm(args.runs, args.held_out, args.as_ran, args.name)
     elif args.command == "defaults":
