@@ -68,7 +68,7 @@ import pulsnar_dask
 import pulsnar_dask.pipeline.finish as finish
 from pulsnar_dask import PULSNAR
 from pulsnar_dask.core.claims import claim_overlaps
-from pulsnar_dask.core.interval import Z_95
+from pulsnar_dask.core.interval import INTERVAL_READERS, Z_95
 from pulsnar_dask.core.map_reduce import identity, in_memory
 from pulsnar_dask.core.subproblem import piece_overlaps, subproblem_claims
 from pulsnar_dask.estimators import CLUSTER_SETTINGS
@@ -447,7 +447,14 @@ def _cells(row: pd.Series, columns: list[tuple[str, str]]) -> str:
     return " | ".join(out)
 
 
-COUNTS = ("runs", "confident_wrong", "false_alarms", "confident_wrong_before")
+COUNTS = (
+    "runs",
+    "confident_wrong",
+    "false_alarms",
+    "confident_wrong_before",
+    "confident_wrong_dflt",
+    "false_alarms_dflt",
+)
 
 
 def _markdown_table(
@@ -635,6 +642,150 @@ def confirm(runs_path: Path, held_out_path: Path, as_ran: list[Path], name: str)
     print("\n".join(lines))
 
 
+# the clusters' claims counted once where they overlap by more than this share
+# (``claim_overlap``): the settings ``fit --claim-overlaps`` records
+CLAIM_OVERLAPS = ("0.0", "0.1", "0.2", "0.3", "0.5", "1.0")
+DEFAULT_OVERLAP = "0.3"
+# what the clusters' reading is for: auto's interval and warning, or method pulsnar's alpha
+USES = ("auto", "pulsnar")
+
+
+def read_claims(run: dict, use: str, overlap: str) -> dict:
+    """One instrumented fit read with the clusters' claims combined at ``overlap``
+    (``use``: ``auto``, PULSCAR's alpha with the interval spanning the clusters' readings
+    too and a warning where the two kernel readings differ beyond their noise;
+    ``pulsnar``, the clusters' alpha and interval). A run of one cluster is PULSCAR's."""
+    pulscar = [run["readings"][f"pulscar {r}"] for r in INTERVAL_READERS]
+    warned = any(any(key in w for key in HONEST) for w in run["warnings"])
+    auc = run.get("negative_auc")
+    warned |= auc is not None and auc < OVERLAP_AUC
+    recorded = run.get("clusters")  # NaN in a frame's record of one cluster
+    clusters = recorded["by_claim_overlap"][overlap] if isinstance(recorded, dict) else None
+    if clusters is None:
+        alpha, spanned = pulscar[0][0], pulscar
+    else:
+        read = [clusters[f"pulsnar {r}"] for r in INTERVAL_READERS]
+        if use == "pulsnar":
+            alpha, spanned = read[0][0], read
+        else:
+            alpha, spanned = pulscar[0][0], pulscar + read
+            (a, sd_a), (b, sd_b) = pulscar[0], read[0]
+            warned |= abs(a - b) > Z_95 * float(np.hypot(sd_a, sd_b))
+    low = max(min(a - Z_95 * sd for a, sd in spanned), 0.0)
+    high = min(max(a + Z_95 * sd for a, sd in spanned), 1.0)
+    error = abs(alpha - run["true"])
+    miss = max(low - run["true"], run["true"] - high, 0.0)
+    return {
+        "method": use,
+        "error": error,
+        "covered": miss == 0,
+        "width": high - low,
+        "score": high - low + 2 / 0.05 * miss,
+        "warned": warned,
+        "confident_wrong": error > CONFIDENT_ERROR and miss > 0 and not warned,
+        "false_alarm": warned and error < SMALL_ERROR,
+    }
+
+
+def _claims_reads(runs: pd.DataFrame, use: str, overlap: str) -> pd.DataFrame:
+    reads = pd.DataFrame([read_claims(run, use, overlap) for run in runs.to_dict("records")])
+    return pd.concat([runs[["set", "group", "frac", "seed"]].reset_index(drop=True), reads], axis=1)
+
+
+def claims(tuning_path: Path, report_path: Path, name: str) -> None:
+    """``claim_overlap`` chosen leave-one-family-out on seeds 0-4 of ``tuning_path``, one
+    setting for both uses of the clusters' reading (:data:`USES`, their losses summed),
+    and reported for each use on seeds 5-9 of ``report_path`` beside the default (both
+    files: ``fit --claim-overlaps``, every family of both panels)."""
+    tuning = _records(tuning_path)
+    tuning = tuning[tuning.seed.isin(TUNING_SEEDS)].reset_index(drop=True)
+    reported = _records(report_path)
+    reported = reported[reported.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
+    command = (
+        f"python jobs/benchmark_out_of_sample.py claims --tuning {tuning_path.name} "
+        f"--runs {report_path.name}"
+    )
+    lines = [
+        "# Claims counted once: `claim_overlap` chosen out of sample",
+        "",
+        f"`{command}`: fits of commit {', '.join(sorted(reported.commit.unique()))}, every "
+        "family of the visible and the held-out panel, each fit reading the clusters' claims "
+        f"at every setting ({', '.join(CLAIM_OVERLAPS)}). Chosen on seeds "
+        f"{', '.join(map(str, sorted(tuning.seed.unique())))} ({len(tuning)} runs) by the "
+        "job's loss, families alike; the setting applied to a family is the one best on the "
+        f"others (`lofo`); figures on seeds {', '.join(map(str, sorted(reported.seed.unique())))}"
+        f" ({len(reported)} runs), beside the default {DEFAULT_OVERLAP} (`dflt`).",
+        "",
+    ]
+    # one setting serves both uses: chosen on their losses summed, each family's on the others
+    losses = {
+        use: pd.DataFrame({x: family_losses(_claims_reads(tuning, use, x)) for x in CLAIM_OVERLAPS})
+        for use in USES
+    }
+    both = sum(losses.values())
+    best = both.mean().idxmin()
+    lofo = {f: both.drop(index=f).mean().idxmin() for f in both.index}
+    chosen = ", ".join(f"{x}: {n}" for x, n in pd.Series(lofo).value_counts().items())
+    lines += [
+        f"Best on every family, both uses' losses summed: {best} (per setting: "
+        + ", ".join(f"{x} {v:.4f}" for x, v in both.mean().items())
+        + f"). Chosen with each family left out: {chosen}.",
+        "",
+    ]
+    # the reported seeds' loss, both uses summed, families alike: each setting, and each
+    # family read at the setting chosen on the others
+    reported_losses = sum(
+        pd.DataFrame({x: family_losses(_claims_reads(reported, use, x)) for x in CLAIM_OVERLAPS})
+        for use in USES
+    )
+    applied_loss = np.mean(
+        [reported_losses.at[f, lofo.get(f, best)] for f in reported_losses.index]
+    )
+    lines += [
+        f"Reported seeds, both uses' losses summed: leave-one-family-out {applied_loss:.4f}; "
+        + ", ".join(f"{x} {v:.4f}" for x, v in reported_losses.mean().items())
+        + ".",
+        "",
+    ]
+    frames = []
+    for use in USES:
+        reads = {x: _claims_reads(reported, use, x) for x in CLAIM_OVERLAPS}
+        applied = pd.concat(
+            [reads[lofo.get(f, best)][reads[best].set == f] for f in reads[best].set.unique()]
+        )
+        frame = figures(applied)  # leave-one-family-out
+        frame["mae_in"] = figures(reads[best]).mae
+        frame = frame.join(figures(reads[DEFAULT_OVERLAP]).add_suffix("_dflt"))
+        frame["chosen"] = [float(lofo.get(f, best)) for f in frame.index]
+        columns = [
+            ("runs", "d"), ("mae_in", ".4f"), ("mae", ".4f"), ("mae_dflt", ".4f"),
+            ("coverage", ".0%"), ("coverage_dflt", ".0%"), ("width", ".3f"),
+            ("width_dflt", ".3f"), ("confident_wrong", "d"), ("confident_wrong_dflt", "d"),
+            ("warned", ".0%"), ("warned_dflt", ".0%"), ("false_alarms", "d"),
+            ("false_alarms_dflt", "d"),
+        ]  # fmt: skip
+        names = [
+            "runs", "MAE in", "MAE lofo", "MAE dflt", "cover lofo", "cover dflt", "width lofo",
+            "width dflt", "conf. wrong lofo", "conf. wrong dflt", "warned lofo", "warned dflt",
+            "false alarms lofo", "false alarms dflt",
+        ]  # fmt: skip
+        own = losses[use].mean()
+        lines += [
+            f"## The clusters' reading for {'auto' if use == 'auto' else 'method pulsnar'}",
+            "",
+            "Tuning loss of this use alone per setting: "
+            + ", ".join(f"{x} {v:.4f}" for x, v in own.items())
+            + f" (best alone: {own.idxmin()}).",
+            "",
+            *_markdown_table("group", _grouped(frame.drop(columns="chosen")), columns, names),
+            *_markdown_table("family", frame, [*columns, ("chosen", "g")], [*names, "lofo"]),
+        ]
+        frames.append(frame.assign(use=use))
+    pd.concat(frames).to_csv(RESULTS / f"{name}.csv")
+    write_result(RESULTS / f"{name}.md", "\n".join(lines))
+    print("\n".join(lines))
+
+
 def _own_reading(run: dict, assumption: str) -> float:
     """An assumption's kernel reading as the run recorded it: PULSNAR's is PULSCAR's
     alpha where one cluster was found; NaN where the run did not read it (a commit
@@ -729,6 +880,10 @@ def main() -> None:
         "--as-ran", type=Path, nargs="+", required=True, help="commits' defaults' held-out fits"
     )
     confirming.add_argument("--name", default="held_out", help="results files' name")
+    claiming = sub.add_parser("claims", help="claim_overlap chosen out of sample")
+    claiming.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
+    claiming.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
+    claiming.add_argument("--name", default="claim_overlap", help="results files' name")
     reporting = sub.add_parser("defaults", help="one commit's defaults as they ran")
     reporting.add_argument("--runs", type=Path, required=True, help="its visible families' fits")
     reporting.add_argument("--held-out", type=Path, help="its held-out panel's fits")
@@ -751,6 +906,8 @@ def main() -> None:
         )
     elif args.command == "confirm":
         confirm(args.runs, args.held_out, args.as_ran, args.name)
+    elif args.command == "claims":
+        claims(args.tuning, args.runs, args.name)
     elif args.command == "defaults":
         defaults(args.runs, args.held_out, args.name)
     else:
