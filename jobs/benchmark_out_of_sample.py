@@ -39,6 +39,14 @@ no setting, so its in-sample and leave-one-family-out figures are the same figur
     python jobs/benchmark_out_of_sample.py defaults --runs RUNS.jsonl [--held-out RUNS.jsonl]
                                                     [--name defaults]
 
+``claims`` chooses ``claim_overlap`` leave-one-family-out (one setting for both uses of the
+clusters' reading, method pulsnar's alpha and auto's interval and warning) from fits that
+record the clusters' readings at each setting (``fit --claim-overlaps``), and reports it
+on seeds 5-9 beside the default, 0.3.
+
+    python jobs/benchmark_out_of_sample.py claims --tuning RUNS.jsonl --runs RUNS.jsonl
+                                                  [--name claim_overlap]
+
 Seeds 0-4 are for choosing settings, seeds 5-9 for the figures reported (DESIGN.md
 section 8); no screen may touch 5-9.
 """
