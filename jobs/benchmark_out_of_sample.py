@@ -12,7 +12,13 @@ every warning the run logged, and the readings and evidence the package records 
 an earlier commit's defaults on the same runs; each line names its commit.
 
     python jobs/benchmark_out_of_sample.py fit --seeds 5 6 7 8 9 --out RUNS.jsonl
-                                               [--families NAME ...]
+                                               [--families NAME ...] [--set OPTION=JSON ...]
+                                               [--claim-overlaps X ...]
+
+With ``--claim-overlaps``, each run also records under ``clusters`` the clusters'
+readings at each ``claim_overlap`` X, read from the same subproblems, with each cluster's
+alpha and positives and the pairwise overlaps of their claims (what another combining
+rule would read), and every run the cuts its clustering made.
 
 ``table`` applies each setting of a candidate auto's rules (:data:`GRID`: the call's
 threshold on the subtype-mix test, its undecided band and what an undecided run reports,
@@ -662,13 +668,24 @@ def read_claims(run: dict, use: str, overlap: str) -> dict:
     """One instrumented fit read with the clusters' claims combined at ``overlap``
     (``use``: ``auto``, PULSCAR's alpha with the interval spanning the clusters' readings
     too and a warning where the two kernel readings differ beyond their noise;
-    ``pulsnar``, the clusters' alpha and interval). A run of one cluster is PULSCAR's."""
+    ``pulsnar``, the clusters' alpha and interval). A run of one cluster is PULSCAR's. The
+    warnings are the run's as auto logged them: the overlap line's, which reads PULSCAR's
+    subproblem, counts for both uses.
+
+    Raises
+    ------
+    ValueError
+        If a run of several clusters did not record their readings (fitted without
+        ``--claim-overlaps``).
+    """
     pulscar = [run["readings"][f"pulscar {r}"] for r in INTERVAL_READERS]
     warned = any(any(key in w for key in HONEST) for w in run["warnings"])
     auc = run.get("negative_auc")
     warned |= auc is not None and auc < OVERLAP_AUC
     recorded = run.get("clusters")  # NaN in a frame's record of one cluster
     clusters = recorded["by_claim_overlap"][overlap] if isinstance(recorded, dict) else None
+    if clusters is None and (run.get("evidence") or {}).get("n_clusters", 1) > 1:
+        raise ValueError(f"{run['set']} {run['frac']} {run['seed']}: no clusters' readings")
     if clusters is None:
         alpha, spanned = pulscar[0][0], pulscar
     else:
@@ -716,7 +733,8 @@ def claims(tuning_path: Path, report_path: Path, name: str) -> None:
     lines = [
         "# Claims counted once: `claim_overlap` chosen out of sample",
         "",
-        f"`{command}`: fits of commit {', '.join(sorted(reported.commit.unique()))}, every "
+        f"`{command}`: fits of commit {', '.join(sorted(tuning.commit.unique()))} (tuning) "
+        f"and {', '.join(sorted(reported.commit.unique()))} (reported), every "
         "family of the visible and the held-out panel, each fit reading the clusters' claims "
         f"at every setting ({', '.join(CLAIM_OVERLAPS)}). Chosen on seeds "
         f"{', '.join(map(str, sorted(tuning.seed.unique())))} ({len(tuning)} runs) by the "
@@ -778,12 +796,15 @@ def claims(tuning_path: Path, report_path: Path, name: str) -> None:
             "false alarms lofo", "false alarms dflt",
         ]  # fmt: skip
         own = losses[use].mean()
+        own_reported = pd.DataFrame({x: family_losses(reads[x]) for x in CLAIM_OVERLAPS}).mean()
         lines += [
             f"## The clusters' reading for {'auto' if use == 'auto' else 'method pulsnar'}",
             "",
-            "Tuning loss of this use alone per setting: "
+            "Loss of this use alone per setting, tuning seeds: "
             + ", ".join(f"{x} {v:.4f}" for x, v in own.items())
-            + f" (best alone: {own.idxmin()}).",
+            + f" (best alone: {own.idxmin()}); reported seeds: "
+            + ", ".join(f"{x} {v:.4f}" for x, v in own_reported.items())
+            + ".",
             "",
             *_markdown_table("group", _grouped(frame.drop(columns="chosen")), columns, names),
             *_markdown_table("family", frame, [*columns, ("chosen", "g")], [*names, "lofo"]),
