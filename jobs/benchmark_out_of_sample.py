@@ -65,6 +65,7 @@ import json
 import logging
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -322,12 +323,41 @@ def _span(readings: dict, assumptions, readers) -> tuple[float, float]:
     return max(low, 0.0), min(high, 1.0)
 
 
+def _warned_honestly(run: dict) -> bool:
+    """Whether the run logged a warning that says it cannot know, or its classes overlap
+    past the overlap line."""
+    auc = run.get("negative_auc")
+    honest = any(any(key in w for key in HONEST) for w in run["warnings"])
+    return honest or (auc is not None and auc < OVERLAP_AUC)
+
+
+def _judged(method: str, alpha: float, low: float, high: float, true: float, warned: bool):
+    """A reading's figures against the true alpha: its error, coverage, width, interval
+    score, and whether it is a confident wrong run or a false alarm."""
+    error = abs(alpha - true)
+    miss = max(low - true, true - high, 0.0)
+    return {
+        "method": method,
+        "error": error,
+        "covered": miss == 0,
+        "width": high - low,
+        "score": high - low + 2 / 0.05 * miss,
+        "warned": warned,
+        "confident_wrong": error > CONFIDENT_ERROR and miss > 0 and not warned,
+        "false_alarm": warned and error < SMALL_ERROR,
+    }
+
+
+def _read_each(runs: pd.DataFrame, read_one: Callable[[dict], dict]) -> pd.DataFrame:
+    """Each run's key columns beside its figures (``read_one(run)``)."""
+    reads = pd.DataFrame([read_one(run) for run in runs.to_dict("records")])
+    return pd.concat([runs[["set", "group", "frac", "seed"]].reset_index(drop=True), reads], axis=1)
+
+
 def read_run(run: dict, setting: dict) -> dict:
     """One recorded fit read with one setting: its call, alpha, interval and warning."""
     evidence = run.get("evidence") or {}
-    warned = any(any(key in w for key in HONEST) for w in run["warnings"])
-    auc = run.get("negative_auc")
-    warned |= auc is not None and auc < OVERLAP_AUC
+    warned = _warned_honestly(run)
     if "bootstrap" in evidence:
         z = evidence["mix_z"] if evidence["mix_z"] is not None else np.inf
         method = "pulsnar" if z > setting["mix_z"] else "pulscar"
@@ -345,18 +375,7 @@ def read_run(run: dict, setting: dict) -> dict:
     else:  # one cluster: PULSCAR's reading alone
         method, alpha = run["method"], run["alpha"]
         low, high = _span(run["readings"], [method], setting["readers"])
-    error = abs(alpha - run["true"])
-    miss = max(low - run["true"], run["true"] - high, 0.0)
-    return {
-        "method": method,
-        "error": error,
-        "covered": miss == 0,
-        "width": high - low,
-        "score": high - low + 2 / 0.05 * miss,
-        "warned": warned,
-        "confident_wrong": error > CONFIDENT_ERROR and miss > 0 and not warned,
-        "false_alarm": warned and error < SMALL_ERROR,
-    }
+    return _judged(method, alpha, low, high, run["true"], warned)
 
 
 def settings_grid() -> list[dict]:
@@ -377,8 +396,7 @@ def family_losses(reads: pd.DataFrame) -> pd.Series:
 
 
 def read_all(runs: pd.DataFrame, setting: dict) -> pd.DataFrame:
-    reads = [read_run(run, setting) for run in runs.to_dict("records")]
-    return pd.concat([runs[["set", "group", "frac", "seed"]], pd.DataFrame(reads)], axis=1)
+    return _read_each(runs, lambda run: read_run(run, setting))
 
 
 def choose(runs: pd.DataFrame, grid: list[dict]) -> tuple[dict, dict[str, dict]]:
@@ -414,23 +432,11 @@ def read_as_ran(run: dict) -> dict:
     """One recorded fit as it ran (its alpha, interval and warnings): :func:`read_run`'s
     figures for a commit's own defaults."""
     warned = any(any(key in w for key in AS_RAN_WARNINGS) for w in run["warnings"])
-    error = abs(run["alpha"] - run["true"])
-    miss = max(run["low"] - run["true"], run["true"] - run["high"], 0.0)
-    return {
-        "method": run["method"],
-        "error": error,
-        "covered": miss == 0,
-        "width": run["high"] - run["low"],
-        "score": run["high"] - run["low"] + 2 / 0.05 * miss,
-        "warned": warned,
-        "confident_wrong": error > CONFIDENT_ERROR and miss > 0 and not warned,
-        "false_alarm": warned and error < SMALL_ERROR,
-    }
+    return _judged(run["method"], run["alpha"], run["low"], run["high"], run["true"], warned)
 
 
 def read_all_as_ran(runs: pd.DataFrame) -> pd.DataFrame:
-    reads = pd.DataFrame([read_as_ran(run) for run in runs.to_dict("records")])
-    return pd.concat([runs[["set", "group", "frac", "seed"]].reset_index(drop=True), reads], axis=1)
+    return _read_each(runs, read_as_ran)
 
 
 def before_figures(before: pd.DataFrame) -> pd.DataFrame:
@@ -678,43 +684,28 @@ def read_claims(run: dict, use: str, overlap: str) -> dict:
         If a run of several clusters did not record their readings (fitted without
         ``--claim-overlaps``).
     """
-    pulscar = [run["readings"][f"pulscar {r}"] for r in INTERVAL_READERS]
-    warned = any(any(key in w for key in HONEST) for w in run["warnings"])
-    auc = run.get("negative_auc")
-    warned |= auc is not None and auc < OVERLAP_AUC
+    warned = _warned_honestly(run)
     recorded = run.get("clusters")  # NaN in a frame's record of one cluster
     clusters = recorded["by_claim_overlap"][overlap] if isinstance(recorded, dict) else None
     if clusters is None and (run.get("evidence") or {}).get("n_clusters", 1) > 1:
         raise ValueError(f"{run['set']} {run['frac']} {run['seed']}: no clusters' readings")
+    # the clusters' readings at this setting in place of those the fit ran with
+    readings = {**run["readings"], **(clusters or {})}
+    kernel = {m: readings.get(f"{m} kernel") for m in ("pulscar", "pulsnar")}
     if clusters is None:
-        alpha, spanned = pulscar[0][0], pulscar
+        spans = ["pulscar"]
+    elif use == "pulsnar":
+        spans = ["pulsnar"]
     else:
-        read = [clusters[f"pulsnar {r}"] for r in INTERVAL_READERS]
-        if use == "pulsnar":
-            alpha, spanned = read[0][0], read
-        else:
-            alpha, spanned = pulscar[0][0], pulscar + read
-            (a, sd_a), (b, sd_b) = pulscar[0], read[0]
-            warned |= abs(a - b) > Z_95 * float(np.hypot(sd_a, sd_b))
-    low = max(min(a - Z_95 * sd for a, sd in spanned), 0.0)
-    high = min(max(a + Z_95 * sd for a, sd in spanned), 1.0)
-    error = abs(alpha - run["true"])
-    miss = max(low - run["true"], run["true"] - high, 0.0)
-    return {
-        "method": use,
-        "error": error,
-        "covered": miss == 0,
-        "width": high - low,
-        "score": high - low + 2 / 0.05 * miss,
-        "warned": warned,
-        "confident_wrong": error > CONFIDENT_ERROR and miss > 0 and not warned,
-        "false_alarm": warned and error < SMALL_ERROR,
-    }
+        spans = ["pulscar", "pulsnar"]
+        (a, sd_a), (b, sd_b) = kernel["pulscar"], kernel["pulsnar"]
+        warned |= abs(a - b) > Z_95 * float(np.hypot(sd_a, sd_b))  # readings_differ
+    low, high = _span(readings, spans, INTERVAL_READERS)
+    return _judged(use, kernel[spans[0]][0], low, high, run["true"], warned)
 
 
 def _claims_reads(runs: pd.DataFrame, use: str, overlap: str) -> pd.DataFrame:
-    reads = pd.DataFrame([read_claims(run, use, overlap) for run in runs.to_dict("records")])
-    return pd.concat([runs[["set", "group", "frac", "seed"]].reset_index(drop=True), reads], axis=1)
+    return _read_each(runs, lambda run: read_claims(run, use, overlap))
 
 
 def claims(tuning_path: Path, report_path: Path, name: str) -> None:
