@@ -331,7 +331,7 @@ def _warned_honestly(run: dict) -> bool:
     return honest or (auc is not None and auc < OVERLAP_AUC)
 
 
-def _judged(method: str, alpha: float, low: float, high: float, true: float, warned: bool):
+def _judged(method: str, alpha: float, low: float, high: float, true: float, warned: bool) -> dict:
     """A reading's figures against the true alpha: its error, coverage, width, interval
     score, and whether it is a confident wrong run or a false alarm."""
     error = abs(alpha - true)
@@ -734,11 +734,18 @@ def claims(tuning_path: Path, report_path: Path, name: str) -> None:
         f" ({len(reported)} runs), beside the default {DEFAULT_OVERLAP} (`dflt`).",
         "",
     ]
+
+    def losses_of(reads: dict[str, pd.DataFrame]) -> pd.DataFrame:
+        """Per family (rows) and setting (columns), :func:`family_losses`."""
+        return pd.DataFrame({x: family_losses(reads[x]) for x in CLAIM_OVERLAPS})
+
+    def reads_of(runs: pd.DataFrame, use: str) -> dict[str, pd.DataFrame]:
+        return {x: _claims_reads(runs, use, x) for x in CLAIM_OVERLAPS}
+
+    reported_reads = {use: reads_of(reported, use) for use in USES}
+    losses = {use: losses_of(reads_of(tuning, use)) for use in USES}
+    reported_by_use = {use: losses_of(reported_reads[use]) for use in USES}
     # one setting serves both uses: chosen on their losses summed, each family's on the others
-    losses = {
-        use: pd.DataFrame({x: family_losses(_claims_reads(tuning, use, x)) for x in CLAIM_OVERLAPS})
-        for use in USES
-    }
     both = sum(losses.values())
     best = both.mean().idxmin()
     lofo = {f: both.drop(index=f).mean().idxmin() for f in both.index}
@@ -751,10 +758,7 @@ def claims(tuning_path: Path, report_path: Path, name: str) -> None:
     ]
     # the reported seeds' loss, both uses summed, families alike: each setting, and each
     # family read at the setting chosen on the others
-    reported_losses = sum(
-        pd.DataFrame({x: family_losses(_claims_reads(reported, use, x)) for x in CLAIM_OVERLAPS})
-        for use in USES
-    )
+    reported_losses = sum(reported_by_use.values())
     applied_loss = np.mean(
         [reported_losses.at[f, lofo.get(f, best)] for f in reported_losses.index]
     )
@@ -766,7 +770,7 @@ def claims(tuning_path: Path, report_path: Path, name: str) -> None:
     ]
     frames = []
     for use in USES:
-        reads = {x: _claims_reads(reported, use, x) for x in CLAIM_OVERLAPS}
+        reads = reported_reads[use]
         applied = pd.concat(
             [reads[lofo.get(f, best)][reads[best].set == f] for f in reads[best].set.unique()]
         )
@@ -787,7 +791,7 @@ def claims(tuning_path: Path, report_path: Path, name: str) -> None:
             "false alarms lofo", "false alarms dflt",
         ]  # fmt: skip
         own = losses[use].mean()
-        own_reported = pd.DataFrame({x: family_losses(reads[x]) for x in CLAIM_OVERLAPS}).mean()
+        own_reported = reported_by_use[use].mean()
         lines += [
             f"## The clusters' reading for {'auto' if use == 'auto' else 'method pulsnar'}",
             "",
