@@ -53,6 +53,14 @@ on seeds 5-9 beside the default, 0.3.
     python jobs/benchmark_out_of_sample.py claims --tuning RUNS.jsonl --runs RUNS.jsonl
                                                   [--name claim_overlap]
 
+``overlap`` chooses the overlap line (the implied AUC between labeled positives and
+unlabeled negatives below which a run warns that alpha may be high) leave-one-family-out
+from the defaults' fits, each run warned as though the line were at each of
+:data:`OVERLAP_LINES`, and reports it on seeds 5-9 beside the default, 0.8.
+
+    python jobs/benchmark_out_of_sample.py overlap --tuning RUNS.jsonl --runs RUNS.jsonl
+                                                   [--name overlap_line]
+
 Seeds 0-4 are for choosing settings, seeds 5-9 for the figures reported (DESIGN.md
 section 8); no screen may touch 5-9.
 """
@@ -810,6 +818,120 @@ def claims(tuning_path: Path, report_path: Path, name: str) -> None:
     print("\n".join(lines))
 
 
+# the overlap line (pulsnar_dask.pipeline.result.OVERLAP_AUC) read at each of these;
+# 0: no line
+OVERLAP_LINES = (0.0, 0.75, 0.8, 0.825, 0.85, 0.875, 0.9, 0.925, 0.95)
+OVERLAP_WARNING = "overlap (implied AUC"
+
+
+def read_overlap_line(run: dict, line: float) -> dict:
+    """One recorded fit as it ran, warned as though the overlap line were at ``line``:
+    where it logged another warning that says it cannot know, or where its
+    ``negative_auc`` is below ``line``."""
+    others = [w for w in run["warnings"] if OVERLAP_WARNING not in w]
+    warned = any(any(key in w for key in AS_RAN_WARNINGS) for w in others)
+    auc = run.get("negative_auc")
+    warned |= auc is not None and auc == auc and auc < line
+    return _judged(run["method"], run["alpha"], run["low"], run["high"], run["true"], warned)
+
+
+def overlap_line(tuning_path: Path, report_path: Path, name: str) -> None:
+    """The overlap line chosen leave-one-family-out on seeds 0-4 of ``tuning_path`` and
+    reported on seeds 5-9 of ``report_path`` beside the default (both files: the
+    defaults' fits of every family of both panels).
+
+    Raises
+    ------
+    SystemExit
+        If a run read at the default line is not warned as it ran.
+    """
+    tuning = _records(tuning_path)
+    tuning = tuning[tuning.seed.isin(TUNING_SEEDS)].reset_index(drop=True)
+    reported = _records(report_path)
+    reported = reported[reported.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
+    for runs in (tuning, reported):
+        same = (
+            read_all_as_ran(runs).warned
+            == _read_each(runs, lambda run: read_overlap_line(run, OVERLAP_AUC)).warned
+        )
+        if not same.all():
+            raise SystemExit(f"{(~same).sum()} runs read at {OVERLAP_AUC} differ from as ran")
+
+    def reads_of(runs: pd.DataFrame) -> dict[float, pd.DataFrame]:
+        return {
+            x: _read_each(runs, lambda run, x=x: read_overlap_line(run, x)) for x in OVERLAP_LINES
+        }
+
+    tuning_losses = pd.DataFrame({x: family_losses(r) for x, r in reads_of(tuning).items()})
+    reported_reads = reads_of(reported)
+    reported_losses = pd.DataFrame({x: family_losses(r) for x, r in reported_reads.items()})
+    best = tuning_losses.mean().idxmin()  # the first, the lowest line, on a tie
+    lofo = {f: tuning_losses.drop(index=f).mean().idxmin() for f in tuning_losses.index}
+    applied = pd.concat(
+        [reported_reads[lofo[f]][reported_reads[best].set == f] for f in reported_losses.index]
+    )
+    applied_loss = np.mean([reported_losses.at[f, lofo[f]] for f in reported_losses.index])
+    chosen = ", ".join(f"{x:g}: {n}" for x, n in pd.Series(lofo).value_counts().items())
+    settings = ", ".join(f"{x:g}" for x in OVERLAP_LINES)
+    command = (
+        f"python jobs/benchmark_out_of_sample.py overlap --tuning {tuning_path.name} "
+        f"--runs {report_path.name}"
+    )
+    lines = [
+        "# The overlap line chosen out of sample",
+        "",
+        f"`{command}`: fits of commit {', '.join(sorted(tuning.commit.unique()))} (tuning) "
+        f"and {', '.join(sorted(reported.commit.unique()))} (reported), every family of the "
+        "visible and the held-out panel, the defaults as they ran, each run warned as though "
+        "the overlap line (the implied AUC between labeled positives and unlabeled "
+        f"negatives below which a run warns) were at each of {settings} "
+        f"(0: no line). Chosen on seeds {', '.join(map(str, sorted(tuning.seed.unique())))} "
+        f"({len(tuning)} runs) by the job's loss, families alike, ties to the lower line; "
+        "the line applied to a family is the one best on the others (`lofo`); figures on "
+        f"seeds {', '.join(map(str, sorted(reported.seed.unique())))} ({len(reported)} runs), "
+        f"beside the default {OVERLAP_AUC:g} (`dflt`). Only the confident wrong runs and the "
+        "false alarms move with the line.",
+        "",
+        f"Best on every family: {best:g}. Chosen with each family left out: {chosen}. "
+        f"Reported seeds, leave-one-family-out: {applied_loss:.4f}.",
+        "",
+        "| line | loss, tuning seeds | loss, reported seeds | warned, reported | "
+        "confident wrong, reported | false alarms, reported |",
+        "|---|---|---|---|---|---|",
+    ]
+    for x in OVERLAP_LINES:
+        reads = reported_reads[x]
+        lines.append(
+            f"| {x:g} | {tuning_losses[x].mean():.4f} | {reported_losses[x].mean():.4f} | "
+            f"{reads.warned.mean():.0%} | {int(reads.confident_wrong.sum())} | "
+            f"{int(reads.false_alarm.sum())} |"
+        )
+    frame = figures(applied)
+    frame = frame.join(figures(reported_reads[OVERLAP_AUC]).add_suffix("_dflt"))
+    frame["negative_auc"] = reported.groupby("set").negative_auc.median()
+    frame["chosen"] = [lofo[f] for f in frame.index]
+    columns = [
+        ("runs", "d"), ("mae", ".4f"), ("coverage", ".0%"), ("confident_wrong", "d"),
+        ("confident_wrong_dflt", "d"), ("warned", ".0%"), ("warned_dflt", ".0%"),
+        ("false_alarms", "d"), ("false_alarms_dflt", "d"),
+    ]  # fmt: skip
+    names = [
+        "runs", "MAE", "cover", "conf. wrong lofo", "conf. wrong dflt", "warned lofo",
+        "warned dflt", "false alarms lofo", "false alarms dflt",
+    ]  # fmt: skip
+    lines += [
+        "",
+        *_markdown_table("group", _grouped(frame.drop(columns=["negative_auc", "chosen"])),
+                         columns, names),
+        *_markdown_table("family", frame,
+                         [*columns, ("negative_auc", ".3f"), ("chosen", "g")],
+                         [*names, "median implied AUC", "lofo line"]),
+    ]  # fmt: skip
+    frame.to_csv(RESULTS / f"{name}.csv")
+    write_result(RESULTS / f"{name}.md", "\n".join(lines))
+    print("\n".join(lines))
+
+
 def _own_reading(run: dict, assumption: str) -> float:
     """An assumption's kernel reading as the run recorded it: PULSNAR's is PULSCAR's
     alpha where one cluster was found; NaN where the run did not read it (a commit
@@ -908,6 +1030,10 @@ def main() -> None:
     claiming.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
     claiming.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
     claiming.add_argument("--name", default="claim_overlap", help="results files' name")
+    lining = sub.add_parser("overlap", help="the overlap line chosen out of sample")
+    lining.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
+    lining.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
+    lining.add_argument("--name", default="overlap_line", help="results files' name")
     reporting = sub.add_parser("defaults", help="one commit's defaults as they ran")
     reporting.add_argument("--runs", type=Path, required=True, help="its visible families' fits")
     reporting.add_argument("--held-out", type=Path, help="its held-out panel's fits")
@@ -932,6 +1058,8 @@ def main() -> None:
         confirm(args.runs, args.held_out, args.as_ran, args.name)
     elif args.command == "claims":
         claims(args.tuning, args.runs, args.name)
+    elif args.command == "overlap":
+        overlap_line(args.tuning, args.runs, args.name)
     elif args.command == "defaults":
         defaults(args.runs, args.held_out, args.name)
     else:
