@@ -97,7 +97,7 @@ class PULSCAR(BaseEstimator):
     negative_auc_ : float
         AUC between labeled positives and the unlabeled negatives implied at the first
         iteration's alpha (:func:`pulsnar_dask.core.metrics.implied_negative_auc`), to 3
-        decimals; below 0.8 the classes overlap and alpha may be far too high (the run
+        decimals; below 0.95 the classes overlap and alpha may be far too high (the run
         warns).
     calibrated_proba_ : ndarray of shape (n,)
         With ``calibration``.

@@ -16,6 +16,7 @@ from helpers import free_port, run_cli, small_snar
 
 from pulsnar_dask.cli import late_imports
 from pulsnar_dask.errors import PUError
+from pulsnar_dask.pipeline.result import OVERLAP_AUC
 
 
 @pytest.fixture(scope="module")
@@ -295,10 +296,20 @@ def test_headline_reads_the_summary():
     summary["method_evidence"]["subtypes_may_be_unseen"] = False
     assert "MAY BE LOW" not in headline(summary)
     summary.update(alpha_may_be_high=True, negative_auc=0.745)
-    assert headline(summary).endswith(
-        "; MAY BE HIGH: positives and negatives overlap (implied AUC 0.745), so every "
-        "reading also counts negatives"
+    high = (
+        "; MAY BE HIGH: positives and negatives overlap (implied AUC 0.745 if labeled at "
+        "random), so every reading also counts negatives"
     )
+    assert headline(summary).endswith(high)
+    # the clusters read apart too: both said, as they can point different ways
+    summary["method_evidence"].update(
+        readings_differ=True, n_clusters=3, readings={"pulscar": 0.171, "pulsnar": 0.293}
+    )
+    assert headline(summary).endswith(
+        high + "; SCAR OR SNAR: PULSCAR reads 0.171, the 3 clusters 0.293, further apart "
+        "than their noise; the interval spans both"
+    )
+    summary["method_evidence"] = {"subtypes_may_be_unseen": False}
     summary["method_evidence"]["subtypes_may_be_unseen"] = True  # the overlap is named first
     assert "MAY BE HIGH" in headline(summary) and "MAY BE LOW" not in headline(summary)
     summary["method_evidence"]["subtypes_may_be_unseen"] = False
@@ -1132,9 +1143,11 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     report = (out / "report.html").read_text()
     assert "auto reads <strong>PULSCAR</strong>" in report
     # the overlap check reads PULSCAR's subproblem, scored beside the clusters
-    assert summary["negative_auc"] > 0.8 and summary["alpha_may_be_high"] is False
-    assert f"{summary['negative_auc']:.3f} (alpha may be far too high below 0.8;" in report
-    assert "overlap (AUC between them" not in report
+    assert summary["alpha_may_be_high"] is (summary["negative_auc"] < OVERLAP_AUC)
+    assert f"{summary['negative_auc']:.3f} (alpha may be far too high below {OVERLAP_AUC};" in (
+        report
+    )
+    assert ("overlap (AUC between them" in report) is summary["alpha_may_be_high"]
     # the report reads the run: the interval in the headline and the plain paragraph,
     # the subtypes table of a PULSNAR run, every plot captioned
     low, high = summary["alpha_interval"]

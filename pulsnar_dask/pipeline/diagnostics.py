@@ -70,8 +70,9 @@ def diagnose(reading: Reading) -> Diagnostics:
     if overlaps(negative_auc):
         logger.warning(
             "labeled positives and unlabeled negatives overlap (implied AUC %.3f, below "
-            "%g): every reading of alpha also counts the negatives that resemble "
-            "positives, so alpha is an upper bound and may be far too high",
+            "%g): if positives were labeled at random, every reading of alpha also counts "
+            "the negatives that resemble positives, so alpha is an upper bound and may be "
+            "far too high",
             negative_auc,
             OVERLAP_AUC,
         )

@@ -24,9 +24,9 @@ from pulsnar_dask.pipeline.executor import TableRows, Truth
 WEAK_PU_AUC = 0.6
 # Below this AUC between labeled positives and the unlabeled negatives (implied by the
 # subproblem over all positives at its alpha, :func:`implied_negative_auc`) the run warns
-# that the classes overlap and alpha may be far too high: 0.8, the conventional lower
-# bound of excellent discrimination.
-OVERLAP_AUC = 0.8
+# that the classes overlap and alpha may be far too high; chosen leave-one-family-out
+# (docs/decisions/2026-12-04-overlap-line-out-of-sample.md).
+OVERLAP_AUC = 0.95
 # At or above it in every subproblem, the run warns that a feature may record the label.
 PERFECT_PU_AUC = 0.9999
 INTERVAL_METHOD = (
@@ -400,17 +400,19 @@ def headline(summary: dict[str, Any]) -> str:
             "; CHECK THE FEATURES: labeled and unlabeled rows are perfectly separated "
             f"(leading feature {summary['perfect_separation']['leading_feature']!r})"
         )
-    elif summary.get("alpha_may_be_high"):  # .get: summaries written before it
-        text += (
-            "; MAY BE HIGH: positives and negatives overlap (implied AUC "
-            f"{summary['negative_auc']:.3f}), so every reading also counts negatives"
-        )
-    elif evidence.get("readings_differ"):
-        text += (
-            f"; SCAR OR SNAR: PULSCAR reads {evidence['readings']['pulscar']:.3f}, the "
-            f"{evidence['n_clusters']} clusters {evidence['readings']['pulsnar']:.3f}, further "
-            "apart than their noise; the interval spans both"
-        )
+    elif summary.get("alpha_may_be_high") or evidence.get("readings_differ"):
+        if summary.get("alpha_may_be_high"):  # .get: summaries written before it
+            text += (
+                "; MAY BE HIGH: positives and negatives overlap (implied AUC "
+                f"{summary['negative_auc']:.3f} if labeled at random), so every reading also "
+                "counts negatives"
+            )
+        if evidence.get("readings_differ"):  # both said: they point different ways
+            text += (
+                f"; SCAR OR SNAR: PULSCAR reads {evidence['readings']['pulscar']:.3f}, the "
+                f"{evidence['n_clusters']} clusters {evidence['readings']['pulsnar']:.3f}, "
+                "further apart than their noise; the interval spans both"
+            )
     elif evidence.get("subtypes_may_be_unseen"):
         text += "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"
     return text
