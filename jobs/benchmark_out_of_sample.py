@@ -53,6 +53,14 @@ on seeds 5-9 beside the default, 0.3.
     python jobs/benchmark_out_of_sample.py claims --tuning RUNS.jsonl --runs RUNS.jsonl
                                                   [--name claim_overlap]
 
+``switch`` judges a rule of the clusters' reading that changes the subproblems, so each
+setting is fitted: per setting, a label and its fits of seeds 0-4 and 5-9 (``fit
+--claim-overlaps 0.3`` with the rule set so), chosen as ``claims`` chooses (ties to the
+setting named first) and reported beside the default's label.
+
+    python jobs/benchmark_out_of_sample.py switch --setting LABEL TUNING RUNS ...
+                                                  --default LABEL --name NAME
+
 ``overlap`` chooses the overlap line (the implied AUC between labeled positives and
 unlabeled negatives below which a run warns that alpha may be high) leave-one-family-out
 from the defaults' fits, each run warned as though the line were at each of
@@ -716,44 +724,32 @@ def _claims_reads(runs: pd.DataFrame, use: str, overlap: str) -> pd.DataFrame:
     return _read_each(runs, lambda run: read_claims(run, use, overlap))
 
 
-def claims(tuning_path: Path, report_path: Path, name: str) -> None:
-    """``claim_overlap`` chosen leave-one-family-out on seeds 0-4 of ``tuning_path``, one
-    setting for both uses of the clusters' reading (:data:`USES`, their losses summed),
-    and reported for each use on seeds 5-9 of ``report_path`` beside the default (both
-    files: ``fit --claim-overlaps``, every family of both panels)."""
-    tuning = _records(tuning_path)
-    tuning = tuning[tuning.seed.isin(TUNING_SEEDS)].reset_index(drop=True)
-    reported = _records(report_path)
-    reported = reported[reported.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
-    command = (
-        f"python jobs/benchmark_out_of_sample.py claims --tuning {tuning_path.name} "
-        f"--runs {report_path.name}"
-    )
-    lines = [
-        "# Claims counted once: `claim_overlap` chosen out of sample",
-        "",
-        f"`{command}`: fits of commit {', '.join(sorted(tuning.commit.unique()))} (tuning) "
-        f"and {', '.join(sorted(reported.commit.unique()))} (reported), every "
-        "family of the visible and the held-out panel, each fit reading the clusters' claims "
-        f"at every setting ({', '.join(CLAIM_OVERLAPS)}). Chosen on seeds "
-        f"{', '.join(map(str, sorted(tuning.seed.unique())))} ({len(tuning)} runs) by the "
-        "job's loss, families alike; the setting applied to a family is the one best on the "
-        f"others (`lofo`); figures on seeds {', '.join(map(str, sorted(reported.seed.unique())))}"
-        f" ({len(reported)} runs), beside the default {DEFAULT_OVERLAP} (`dflt`).",
-        "",
-    ]
+def _seeds(runs: pd.DataFrame) -> str:
+    return ", ".join(map(str, sorted(runs.seed.unique())))
+
+
+def _choose_for_both_uses(
+    tuning: dict[str, dict[str, pd.DataFrame]],
+    reported: dict[str, dict[str, pd.DataFrame]],
+    default: str,
+    name: str,
+    lines: list[str],
+) -> None:
+    """One setting of a rule of the clusters' reading chosen for both its uses at once
+    (:data:`USES`, their :func:`family_losses` summed, families alike) on the tuning
+    seeds, each family's on the other families, and reported on seeds 5-9 beside
+    ``default``: the loss per setting, then per use, per group and per family, the
+    leave-one-family-out figures beside the default's. ``tuning`` and ``reported`` hold
+    per use and per setting (in the order ties go) the runs read so. Writes
+    ``name``.{md,csv} with ``lines`` first."""
+    settings = list(tuning[USES[0]])
 
     def losses_of(reads: dict[str, pd.DataFrame]) -> pd.DataFrame:
         """Per family (rows) and setting (columns), :func:`family_losses`."""
-        return pd.DataFrame({x: family_losses(reads[x]) for x in CLAIM_OVERLAPS})
+        return pd.DataFrame({x: family_losses(reads[x]) for x in settings})
 
-    def reads_of(runs: pd.DataFrame, use: str) -> dict[str, pd.DataFrame]:
-        return {x: _claims_reads(runs, use, x) for x in CLAIM_OVERLAPS}
-
-    reported_reads = {use: reads_of(reported, use) for use in USES}
-    losses = {use: losses_of(reads_of(tuning, use)) for use in USES}
-    reported_by_use = {use: losses_of(reported_reads[use]) for use in USES}
-    # one setting serves both uses: chosen on their losses summed, each family's on the others
+    losses = {use: losses_of(tuning[use]) for use in USES}
+    reported_by_use = {use: losses_of(reported[use]) for use in USES}
     both = sum(losses.values())
     best = both.mean().idxmin()
     lofo = {f: both.drop(index=f).mean().idxmin() for f in both.index}
@@ -778,14 +774,14 @@ def claims(tuning_path: Path, report_path: Path, name: str) -> None:
     ]
     frames = []
     for use in USES:
-        reads = reported_reads[use]
+        reads = reported[use]
         applied = pd.concat(
             [reads[lofo.get(f, best)][reads[best].set == f] for f in reads[best].set.unique()]
         )
         frame = figures(applied)  # leave-one-family-out
         frame["mae_in"] = figures(reads[best]).mae
-        frame = frame.join(figures(reads[DEFAULT_OVERLAP]).add_suffix("_dflt"))
-        frame["chosen"] = [float(lofo.get(f, best)) for f in frame.index]
+        frame = frame.join(figures(reads[default]).add_suffix("_dflt"))
+        frame["chosen"] = [lofo.get(f, best) for f in frame.index]
         columns = [
             ("runs", "d"), ("mae_in", ".4f"), ("mae", ".4f"), ("mae_dflt", ".4f"),
             ("coverage", ".0%"), ("coverage_dflt", ".0%"), ("width", ".3f"),
@@ -810,12 +806,95 @@ def claims(tuning_path: Path, report_path: Path, name: str) -> None:
             + ".",
             "",
             *_markdown_table("group", _grouped(frame.drop(columns="chosen")), columns, names),
-            *_markdown_table("family", frame, [*columns, ("chosen", "g")], [*names, "lofo"]),
+            *_markdown_table("family", frame, [*columns, ("chosen", "s")], [*names, "lofo"]),
         ]
         frames.append(frame.assign(use=use))
     pd.concat(frames).to_csv(RESULTS / f"{name}.csv")
     write_result(RESULTS / f"{name}.md", "\n".join(lines))
     print("\n".join(lines))
+
+
+def claims(tuning_path: Path, report_path: Path, name: str) -> None:
+    """``claim_overlap`` chosen leave-one-family-out on seeds 0-4 of ``tuning_path``, one
+    setting for both uses of the clusters' reading (:data:`USES`, their losses summed),
+    and reported for each use on seeds 5-9 of ``report_path`` beside the default (both
+    files: ``fit --claim-overlaps``, every family of both panels)."""
+    tuning = _records(tuning_path)
+    tuning = tuning[tuning.seed.isin(TUNING_SEEDS)].reset_index(drop=True)
+    reported = _records(report_path)
+    reported = reported[reported.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
+    command = (
+        f"python jobs/benchmark_out_of_sample.py claims --tuning {tuning_path.name} "
+        f"--runs {report_path.name}"
+    )
+    lines = [
+        "# Claims counted once: `claim_overlap` chosen out of sample",
+        "",
+        f"`{command}`: fits of commit {', '.join(sorted(tuning.commit.unique()))} (tuning) "
+        f"and {', '.join(sorted(reported.commit.unique()))} (reported), every "
+        "family of the visible and the held-out panel, each fit reading the clusters' claims "
+        f"at every setting ({', '.join(CLAIM_OVERLAPS)}). Chosen on seeds "
+        f"{_seeds(tuning)} ({len(tuning)} runs) by the "
+        "job's loss, families alike; the setting applied to a family is the one best on the "
+        f"others (`lofo`); figures on seeds {_seeds(reported)}"
+        f" ({len(reported)} runs), beside the default {DEFAULT_OVERLAP} (`dflt`).",
+        "",
+    ]
+
+    def reads_of(runs: pd.DataFrame) -> dict[str, dict[str, pd.DataFrame]]:
+        return {use: {x: _claims_reads(runs, use, x) for x in CLAIM_OVERLAPS} for use in USES}
+
+    _choose_for_both_uses(reads_of(tuning), reads_of(reported), DEFAULT_OVERLAP, name, lines)
+
+
+def switch(settings: list[list[str]], default: str, name: str) -> None:
+    """A rule of the clusters' reading judged by refitting: each setting (``[label,
+    tuning fits, reported fits]``, files of ``fit --claim-overlaps 0.3`` with the rule
+    set so, ties going to the setting named first) read at the default ``claim_overlap``
+    on the runs every setting's fits hold, chosen for both uses as :func:`claims`
+    chooses, and reported beside ``default``."""
+    fits = {label: (_records(Path(t)), _records(Path(r))) for label, t, r in settings}
+    kept = []
+    for i, seeds in enumerate((TUNING_SEEDS, REPORTED_SEEDS)):
+        keys = None
+        for both in fits.values():
+            own = both[i][both[i].seed.isin(seeds)][KEYS]
+            keys = own if keys is None else keys.merge(own, on=KEYS)
+        kept.append(keys)
+    runs = {
+        label: [kept[i].merge(both[i], on=KEYS) for i in range(2)] for label, both in fits.items()
+    }
+
+    def reads_of(i: int) -> dict[str, dict[str, pd.DataFrame]]:
+        return {
+            use: {
+                label: _claims_reads(both[i], use, DEFAULT_OVERLAP) for label, both in runs.items()
+            }
+            for use in USES
+        }
+
+    tuning, reported = kept
+    command = "python jobs/benchmark_out_of_sample.py switch " + " ".join(
+        f"--setting {label} {Path(t).name} {Path(r).name}" for label, t, r in settings
+    )
+    commits = {
+        label: ", ".join(sorted(pd.concat(both).commit.dropna().unique()))
+        for label, both in runs.items()
+    }
+    lines = [
+        f"# `{name}` judged out of sample: each setting fitted on the same runs",
+        "",
+        f"`{command} --default {default} --name {name}`: "
+        + "; ".join(f"{label}, fits of commit {c}" for label, c in commits.items())
+        + ". Every family of the visible and the held-out panel present in every setting's "
+        f"fits, the clusters' claims counted once past {DEFAULT_OVERLAP}. Chosen on seeds "
+        f"{_seeds(tuning)} ({len(tuning)} runs) by the job's loss, families alike, ties to "
+        "the setting named first; the setting applied to a family is the one best on the "
+        f"others (`lofo`); figures on seeds {_seeds(reported)} ({len(reported)} runs), "
+        f"beside the default, {default} (`dflt`).",
+        "",
+    ]
+    _choose_for_both_uses(reads_of(0), reads_of(1), default, name, lines)
 
 
 # the overlap line (pulsnar_dask.pipeline.result.OVERLAP_AUC) read at each of these;
@@ -1034,6 +1113,17 @@ def main() -> None:
     lining.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
     lining.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
     lining.add_argument("--name", default="overlap_line", help="results files' name")
+    switching = sub.add_parser("switch", help="a rule judged from fits of each setting")
+    switching.add_argument(
+        "--setting",
+        nargs=3,
+        action="append",
+        required=True,
+        metavar=("LABEL", "TUNING", "RUNS"),
+        help="a setting's label, its fits of seeds 0-4 and of seeds 5-9 (ties: first named)",
+    )
+    switching.add_argument("--default", required=True, help="the default setting's label")
+    switching.add_argument("--name", required=True, help="results files' name")
     reporting = sub.add_parser("defaults", help="one commit's defaults as they ran")
     reporting.add_argument("--runs", type=Path, required=True, help="its visible families' fits")
     reporting.add_argument("--held-out", type=Path, help="its held-out panel's fits")
@@ -1060,6 +1150,11 @@ def main() -> None:
         claims(args.tuning, args.runs, args.name)
     elif args.command == "overlap":
         overlap_line(args.tuning, args.runs, args.name)
+    elif args.command == "switch":
+        labels = [label for label, _, _ in args.setting]
+        if args.default not in labels:
+            parser.error(f"--default {args.default}: not one of the settings ({', '.join(labels)})")
+        switch(args.setting, args.default, args.name)
     elif args.command == "defaults":
         defaults(args.runs, args.held_out, args.name)
     else:
