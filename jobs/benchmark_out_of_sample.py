@@ -18,7 +18,7 @@ an earlier commit's defaults on the same runs; each line names its commit.
 With ``--claim-overlaps``, each run also records under ``clusters`` the clusters'
 readings at each ``claim_overlap`` X, read from the same subproblems, with each cluster's
 alpha and positives and the pairwise overlaps of their claims (what another combining
-rule would read), and every run the cuts its clustering made.
+rule would read), and every run its mixture's component count.
 
 ``table`` applies each setting of a candidate auto's rules (:data:`GRID`: the call's
 threshold on the subtype-mix test, its undecided band and what an undecided run reports,
@@ -248,21 +248,16 @@ def fit_one(
         "commit": commit,
         **({"settings": settings} if settings else {}),
         **({"clusters": _plain(clusters.record)} if clusters.record else {}),
-        **_cuts(est),
+        **_mixture(est),
     }
 
 
-def _cuts(est: PULSNAR) -> dict:
-    """The cluster cuts a fit made (``cluster_split``): the mixture's components, the
-    clusters cut in the first round and the cuts in all."""
+def _mixture(est: PULSNAR) -> dict:
+    """The components of the mixture a fit chose (before small ones merged)."""
     clustering = getattr(est, "clustering_", None)
     if clustering is None:
         return {}
-    return {
-        "mixture_components": int(clustering.mixture_components),
-        "cut": list(clustering.cut),
-        "n_cuts": int(clustering.n_cuts),
-    }
+    return {"mixture_components": int(clustering.mixture_components)}
 
 
 def fit(
@@ -1083,8 +1078,7 @@ def main() -> None:
         nargs="+",
         default=[],
         metavar="OPTION=JSON",
-        help="a PULSNAR parameter other than its default (a rule turned off: "
-        "cluster_split=null, claim_overlap=1)",
+        help="a PULSNAR parameter other than its default (a rule turned off: claim_overlap=1)",
     )
     fitting.add_argument(
         "--claim-overlaps",

@@ -163,7 +163,6 @@ def run_one(
         "seed": seed,
         "alpha": result.alpha,
         "n_clusters": result.n_clusters,
-        "clusters_cut": len(summary.get("clusters_cut", [])),
         "negative_auc": summary.get("negative_auc"),
         "n_rows": int(result.labels.size),
         "seconds": result.seconds,

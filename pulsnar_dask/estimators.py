@@ -41,7 +41,6 @@ SCORING_SETTINGS = [
 CLUSTER_SETTINGS = [
     "n_clusters", "max_clusters", "cluster_selection", "covariance_type",
     "max_cluster_features", "max_cluster_rows", "min_cluster_fraction", "claim_overlap",
-    "cluster_split", "cluster_split_rounds",
 ]  # fmt: skip
 _OWN_DOC = """    n_iterations : int, default 1
         Repeats with seeds ``random_state + i``; ``alpha_`` is their mean.
@@ -438,8 +437,6 @@ class PULSNAR(PULSCAR):
         max_cluster_rows: int | None = _D.max_cluster_rows,
         min_cluster_fraction: float = _D.min_cluster_fraction,
         claim_overlap: float = _D.claim_overlap,
-        cluster_split: float | None = _D.cluster_split,
-        cluster_split_rounds: int = _D.cluster_split_rounds,
         method: str = "auto",
     ):
         super().__init__(
@@ -473,8 +470,6 @@ class PULSNAR(PULSCAR):
         self.max_cluster_rows = max_cluster_rows
         self.min_cluster_fraction = min_cluster_fraction
         self.claim_overlap = claim_overlap
-        self.cluster_split = cluster_split
-        self.cluster_split_rounds = cluster_split_rounds
         self.method = method
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:

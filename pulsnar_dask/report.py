@@ -117,14 +117,12 @@ def _tail_curve(counts: ScoreCounts, n: int = 200) -> tuple[np.ndarray, np.ndarr
     return t[keep], above_u[keep] / above_p[keep]
 
 
-def chosen_label(components: int, n_clusters: int, cuts: int) -> str:
-    """The BIC plot's legend for the chosen mixture: its components, the clusters left
-    after small ones merged, and after ``cuts`` cuts in two (each adds a cluster)."""
+def chosen_label(components: int, n_clusters: int) -> str:
+    """The BIC plot's legend for the chosen mixture: its components and the clusters
+    left after small ones merged."""
     label = f"chosen: {components}"
-    if n_clusters - cuts < components:
-        label += f", {n_clusters - cuts} after merging small ones"
-    if cuts:
-        label += f", {n_clusters} after {cuts} cut{'s' if cuts > 1 else ''} in two"
+    if n_clusters < components:
+        label += f", {n_clusters} after merging small ones"
     return label
 
 
@@ -135,10 +133,10 @@ def bic_plot(result: JobResult) -> bytes:
     kind = result.clustering.covariance_type if result.clustering is not None else ""
     ax.plot(ks, result.bic, marker="o", label=f"{kind} covariance".strip())
     chosen = result.mixture_components
-    clusters, cut = result.n_clusters, 0
+    clusters = result.n_clusters
     if result.clustering is not None:  # the clustering's own count, whatever auto chose
-        clusters, cut = result.clustering.n_clusters, result.clustering.n_cuts
-    ax.axvline(chosen, color="tab:red", ls="--", label=chosen_label(chosen, clusters, cut))
+        clusters = result.clustering.n_clusters
+    ax.axvline(chosen, color="tab:red", ls="--", label=chosen_label(chosen, clusters))
     ax.set_xlabel("number of clusters")
     ax.set_ylabel("BIC")
     ax.set_title("Clustering of the labeled positives")

@@ -252,53 +252,8 @@ def test_the_covariance_type_is_the_one_with_the_lower_bic():
     assert set(curves) == {"full"} and choose_mixture(curves, config)[2] == "full"
 
 
-def test_a_cluster_is_cut_in_two_only_where_two_components_fit_it_better():
-    from pulsnar_dask.core.subtypes import cluster_halves
-
-    rng = np.random.default_rng(0)
-    two_blobs = np.r_[rng.normal(0, 1, (300, 3)), rng.normal(6, 1, (200, 3))]
-    one_blob = rng.normal(0, 1, (500, 3))
-    Z = np.r_[two_blobs, one_blob]
-    labels = np.r_[np.zeros(500, int), np.ones(500, int)]
-    halves = cluster_halves(one_by_one, Z, labels, "full", min_size=50, seed=0)
-    assert halves[1] is None
-    cut = halves[0]
-    assert cut.shape == (500,) and cut.dtype == bool
-    assert np.unique(cut[:300]).size == np.unique(cut[300:]).size == 1  # the blobs
-    assert cut[0] != cut[300]
-    # a half under the floor is no cut; the same cut from a seeded sample of the rows
-    assert cluster_halves(one_by_one, Z, labels, "full", min_size=250, seed=0) == [None, None]
-    sampled = cluster_halves(one_by_one, Z, labels, "full", min_size=50, seed=0, max_rows=200)[0]
-    assert (sampled == cut).all() or (sampled == ~cut).all()
-
-    def first_fails(fn, calls):  # a fit that fails (its reason) leaves its cluster whole
-        return ["no fit", *one_by_one(fn, calls[1:])]
-
-    assert cluster_halves(first_fails, Z, labels, "full", min_size=50, seed=0) == [None, None]
-
-
-def test_halves_differ_where_their_scores_part_by_more_than_the_margin():
-    from pulsnar_dask.core.subtypes import halves_differ
-
-    half = np.r_[np.zeros(100, bool), np.ones(100, bool)]
-    rng = np.random.default_rng(1)
-    alike = rng.uniform(size=200)
-    assert not halves_differ(alike, half, 0.2)
-    apart = np.r_[rng.uniform(0.5, 1.0, 100), rng.uniform(0.0, 0.8, 100)]  # AUC 0.08-0.2
-    assert halves_differ(apart, half, 0.2)
-    assert halves_differ(apart[::-1], half, 0.2)  # either half may score lower
-    assert not halves_differ(apart, half, 0.45)
-
-
 def test_the_bic_plot_says_how_the_chosen_mixture_became_the_clusters():
     from pulsnar_dask.report import chosen_label
 
-    assert chosen_label(5, 5, 0) == "chosen: 5"
-    assert chosen_label(13, 9, 0) == "chosen: 13, 9 after merging small ones"
-    assert (
-        chosen_label(13, 10, 1) == "chosen: 13, 9 after merging small ones, 10 after 1 cut in two"
-    )
-    assert chosen_label(1, 2, 1) == "chosen: 1, 2 after 1 cut in two"
-    # cuts in rounds: a cluster cut, then its parts cut again
-    assert chosen_label(1, 4, 3) == "chosen: 1, 4 after 3 cuts in two"
-    assert chosen_label(5, 7, 3) == "chosen: 5, 4 after merging small ones, 7 after 3 cuts in two"
+    assert chosen_label(5, 5) == "chosen: 5"
+    assert chosen_label(13, 9) == "chosen: 13, 9 after merging small ones"

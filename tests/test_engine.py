@@ -337,31 +337,6 @@ def test_repeated_rows_share_a_fold_on_every_path(client, tmp_path):
     assert dask.alpha == pytest.approx(est.alpha_, abs=0.04)
 
 
-def test_clusters_cut_match_the_in_memory_estimator(client, tmp_path):
-    """cluster_split on the task path: the cuts in every round, the parts' subproblems
-    and the renumbered clusters are those of the in-memory estimator."""
-    from test_estimators import _rates
-
-    X, y, _ = _rates(900, 100, 600, 200)
-    frame = pd.DataFrame(X, columns=["f0", "f1", "f2", "f3"]).assign(label=y)
-    path = tmp_path / "rates"
-    path.mkdir()
-    for i in range(4):
-        frame.iloc[i * 1500 : (i + 1) * 1500].to_parquet(path / f"part.{i}.parquet", index=False)
-    config = PUConfig(n_clusters=1, interval_resamples=0, cluster_split=0.2)
-    result = run_job(
-        client, read_pu_parquet(str(path)), method="pulsnar", config=config, engine="task"
-    )
-    est = PULSNAR(
-        method="pulsnar", n_clusters=1, interval_resamples=0, cluster_split=0.2, n_jobs=1
-    ).fit(X, y)
-    assert result.n_clusters == est.n_clusters_ == 4
-    assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
-    np.testing.assert_array_equal(result.clustering.labels, est.clustering_.labels)
-    summary = result.summary()
-    assert summary["n_clusters"] == 4 and summary["clusters_cut"] == [1]
-
-
 def test_data_sent_once_by_design_draws_no_large_graph_warning(client, tmp_path):
     """Arrays many tasks need, and the result columns a run writes, go to the cluster
     once; distributed's warning (advice to do just that) is not shown. Its threshold is

@@ -313,24 +313,6 @@ class PUConfig:
         type="float",
         flag="--claim-overlap",
     )
-    cluster_split: float | None = option(
-        0.2,
-        "Split a PULSNAR cluster in two where a two-component mixture fits its positives "
-        "better (lower BIC) and its subproblem's probabilities tell the two halves' labeled "
-        "positives apart, their AUC farther than this from 0.5: the halves hide positives "
-        "at different rates, which one cluster reads low; none: never.",
-        type="float or None",
-        flag="--cluster-split",
-        parse=_optional(float),
-    )
-    cluster_split_rounds: int = option(
-        3,
-        "Rounds of cluster_split's cuts: each part of a cut cluster is cut again where its "
-        "own subproblem tells its halves apart, for at most this many rounds (3: a cluster "
-        "becomes at most 8 parts; 1: cut once).",
-        type="int",
-        flag="--cluster-split-rounds",
-    )
     covariance_type: str = option(
         "auto",
         "Covariance of the mixtures' components: auto fits full and diagonal covariances "
@@ -400,7 +382,7 @@ class PUConfig:
             raise ValueError(f"bandwidth bounds must satisfy 0 < low < high, got {low}, {high}")
         if not 0 < self.tail_fraction < 0.5:
             raise ValueError(f"tail_fraction must be in (0, 0.5), got {self.tail_fraction}")
-        at_least = {"n_folds": 2, "n_rounds": 1, "max_clusters": 1, "cluster_split_rounds": 1}
+        at_least = {"n_folds": 2, "n_rounds": 1, "max_clusters": 1}
         at_least_or_none = {
             "n_clusters": 1,
             "max_cluster_features": 1,
@@ -421,8 +403,6 @@ class PUConfig:
             )
         if not 0 <= self.claim_overlap <= 1:
             raise ValueError(f"claim_overlap must be in [0, 1], got {self.claim_overlap}")
-        if self.cluster_split is not None and not 0 <= self.cluster_split < 0.5:
-            raise ValueError(f"cluster_split must be in [0, 0.5) or None, got {self.cluster_split}")
         if self.interval_resamples < 0 or self.interval_resamples == 1:
             raise ValueError(
                 f"interval_resamples must be 0 (no interval) or at least 2, got "

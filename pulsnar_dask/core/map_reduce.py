@@ -76,8 +76,8 @@ def summed(a: Any, b: Any) -> Any:
 @dataclass(frozen=True)
 class Tally:
     """What the pipeline keeps of a scoring: its rows' statistics, and its labeled
-    positives' probabilities by id (the positives are few, and the clusters' cuts test
-    them one by one).
+    positives' probabilities by id (the positives are few: their ids check which were
+    scored, and calibration shares its flips out by their probabilities).
 
     Attributes
     ----------

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +14,6 @@ import numpy as np
 
 from pulsnar_dask.core.config import AUTO_COVARIANCE_TYPES, PUConfig
 from pulsnar_dask.core.folds import take_rows, training_subsample
-from pulsnar_dask.core.metrics import roc_auc
 from pulsnar_dask.core.mixture import (
     MIN_CLUSTER_SIZE,
     MixtureFit,
@@ -131,13 +130,6 @@ class Clustering:
     gain : ndarray of shape (n_features,)
     profiles : list of list of dict
         What sets each cluster apart (:func:`subtype_profiles`).
-    halves : tuple of (ndarray of bool or None)
-        Each cluster's cut in two (:func:`cluster_halves`) while the subproblems have
-        yet to say which cuts to use (``PUConfig.cluster_split``); empty otherwise.
-    cut : tuple of int
-        The mixture's clusters (numbered from 1, before the cuts) that were cut in two.
-    n_cuts : int
-        Cuts in all rounds, those of ``cut`` and of their parts (each adds a cluster).
     """
 
     n_clusters: int
@@ -149,9 +141,6 @@ class Clustering:
     model_features: np.ndarray
     gain: np.ndarray
     profiles: list[list[dict[str, Any]]]
-    halves: tuple[np.ndarray | None, ...] = ()
-    cut: tuple[int, ...] = ()
-    n_cuts: int = 0
 
 
 def select_features(gain: np.ndarray, config: PUConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -211,11 +200,10 @@ def make_clustering(
     model_features: np.ndarray,
     cluster_features: np.ndarray,
     profiles: list[list[dict[str, Any]]],
-    halves: Sequence[np.ndarray | None] = (),
 ) -> Clustering:
     """Record the clustering of the positives (``labels`` from :func:`cluster_labels`,
-    ``profiles`` from :func:`subtype_profiles`, ``halves`` from :func:`cluster_halves`);
-    its covariance type is the chosen mixture's own."""
+    ``profiles`` from :func:`subtype_profiles`); its covariance type is the chosen
+    mixture's own."""
     n_clusters = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_clusters)
     logger.info(
@@ -239,7 +227,6 @@ def make_clustering(
         model_features,
         gain,
         profiles,
-        tuple(halves),
     )
 
 
@@ -361,95 +348,3 @@ def fit_bic_curve(
         for i, k in enumerate(going):
             curves[k] += fits[i * len(sizes) : (i + 1) * len(sizes)]
     return curves
-
-
-def _fit_or_reason(Z: np.ndarray, n_components: int, covariance_type: str, seed: int):
-    """:func:`fit_mixture`, or why it failed (a task of :func:`cluster_halves`' fan-out:
-    a failed fit leaves its cluster whole rather than failing the map)."""
-    try:
-        return fit_mixture(Z, n_components, covariance_type, random_state=seed)
-    except RuntimeError as exc:
-        return str(exc)
-
-
-def cluster_halves(
-    map_fits: Callable[[Callable[..., Any], list[tuple]], list[Any]],
-    Z: np.ndarray,
-    labels: np.ndarray,
-    covariance_type: str,
-    min_size: int,
-    seed: int,
-    max_rows: int | None = None,
-) -> list[np.ndarray | None]:
-    """Each cluster's positives cut in two, where two mixture components fit them better.
-
-    A cluster is cut where a two-component mixture of its positives has a lower BIC than
-    one component and each half keeps at least ``min_size`` positives; whether the cut
-    is used is for the cluster's subproblem to say (:func:`halves_differ`).
-
-    Parameters
-    ----------
-    map_fits : callable
-        ``map_fits(fn, [args, ...])`` returns ``[fn(*args), ...]`` in order: a plain loop,
-        or an executor's fan-out (every cluster's two mixtures fit side by side).
-    Z : ndarray of shape (n_positives, d)
-        The clustering matrix.
-    labels : ndarray of int of shape (n_positives,)
-        Cluster of each positive (:func:`pulsnar_dask.core.mixture.cluster_labels`).
-    covariance_type : str
-        Covariance of the components (the chosen mixture's).
-    min_size : int
-        Fewest positives a half may have.
-    seed : int
-    max_rows : int or None
-        Fit the two mixtures on at most this many of a cluster's positives (a seeded
-        sample); every positive is then assigned.
-
-    Returns
-    -------
-    list of (ndarray of bool or None)
-        Per cluster, ``True`` for the positives (in the order of ``labels == c``) in the
-        second half; ``None`` where the cluster is not cut.
-    """
-    sizes = np.bincount(labels, minlength=int(labels.max()) + 1)
-    cuttable = [c for c, size in enumerate(sizes) if size >= 2 * min_size]
-    state = mixture_random_state(2, seed)
-    calls = []
-    for c in cuttable:  # each cluster's rows taken when needed: no second copy of Z
-        fitted = seeded_rows(Z[labels == c], max_rows, seed)
-        calls += [(fitted, k, covariance_type, state) for k in (1, 2)]
-    fits = map_fits(_fit_or_reason, calls) if calls else []
-    out: list[np.ndarray | None] = [None] * sizes.size
-    for c, one, two in zip(cuttable, fits[::2], fits[1::2], strict=True):
-        failed = next((f for f in (one, two) if isinstance(f, str)), None)
-        if failed is not None:  # a refinement: the cluster stays whole
-            logger.info("cluster %d not cut: %s", c + 1, failed)
-            continue
-        cut = two.model.predict(Z[labels == c]) == 1
-        comparable = one.covariance_type == two.covariance_type  # BICs of one family
-        if comparable and two.bic < one.bic and min_size <= cut.sum() <= len(cut) - min_size:
-            out[c] = cut
-    return out
-
-
-def halves_differ(probabilities: np.ndarray, half: np.ndarray, margin: float) -> bool:
-    """Whether a cluster's subproblem scores its two halves' labeled positives apart.
-
-    Where the halves hide positives at different rates, the unlabeled rows resemble one
-    half more than the other and its positives score lower out of fold; within one
-    subtype the halves score alike.
-
-    Parameters
-    ----------
-    probabilities : ndarray of shape (n,)
-        The subproblem's out-of-fold probabilities of the cluster's labeled positives.
-    half : ndarray of bool of shape (n,)
-        The second half (:func:`cluster_halves`), in the same order.
-    margin : float
-        How far from 0.5 the AUC between the halves' probabilities must be, in [0, 0.5).
-
-    Returns
-    -------
-    bool
-    """
-    return abs(roc_auc(np.asarray(half, dtype=bool), probabilities) - 0.5) > margin

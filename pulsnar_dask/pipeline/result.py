@@ -317,8 +317,6 @@ class JobResult:
         }
         if self.clustering is not None:
             out["mixture_covariance"] = self.clustering.covariance_type
-            if self.clustering.cut and self.method == "pulsnar":
-                out["clusters_cut"] = list(self.clustering.cut)
         if self.method_evidence is not None:
             out["method_requested"] = "auto"
             out["method_evidence"] = self.method_evidence
