@@ -130,10 +130,57 @@ def important_features(gain: np.ndarray, max_features: int | None = None) -> np.
     return order if max_features is None else order[:max_features]
 
 
-def clustering_matrix(X_features: np.ndarray, gain: np.ndarray) -> np.ndarray:
-    """Return the positives' features scaled by gain, ready for a Gaussian mixture.
+@dataclass(frozen=True)
+class Scaling:
+    """How the positives' values become the clustering matrix: each column times its
+    gain, missing values imputed with the scaled column's median, constant columns
+    dropped (at least one column is kept).
 
-    Missing values are imputed with the column median; constant columns are dropped.
+    Attributes
+    ----------
+    gain : ndarray of shape (n_selected,)
+        Gain of each selected feature.
+    medians : ndarray of shape (n_selected,)
+        Median of each scaled column over the positives (0 where every value is missing;
+        only used where a value is).
+    varying : ndarray of bool of shape (n_selected,)
+        Columns whose values differ over the positives.
+    """
+
+    gain: np.ndarray
+    medians: np.ndarray
+    varying: np.ndarray
+
+    def apply(self, X_features: np.ndarray) -> np.ndarray:
+        """The clustering matrix of positives' values ``X_features`` (n, n_selected):
+        float64 of shape (n, columns kept)."""
+        Z = np.array(X_features, dtype=float) * np.asarray(self.gain, dtype=float)[None, :]
+        rows, cols = np.nonzero(np.isnan(Z))
+        Z[rows, cols] = self.medians[cols]
+        return Z[:, self.varying] if self.varying.any() else Z[:, :1]
+
+
+def column_range(X_features: np.ndarray, gain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each scaled column's (lowest, highest) value over the rows, missing values left out
+    (``inf``, ``-inf`` where every one is): ranges that combine over the rows' partitions
+    by ``fmin`` and ``fmax``."""
+    Z = np.asarray(X_features, dtype=float) * np.asarray(gain, dtype=float)[None, :]
+    return np.fmin.reduce(Z, axis=0, initial=np.inf), np.fmax.reduce(Z, axis=0, initial=-np.inf)
+
+
+def scaling(gain: np.ndarray, low: np.ndarray, high: np.ndarray, medians: np.ndarray) -> Scaling:
+    """The :class:`Scaling` of columns whose scaled values span ``low``-``high``
+    (:func:`column_range`), with their scaled medians (NaN where every value is
+    missing)."""
+    varying = high > low
+    if not varying.all():
+        logger.info("clustering: dropping %d constant feature(s)", int((~varying).sum()))
+    return Scaling(np.asarray(gain, dtype=float), np.nan_to_num(medians), varying)
+
+
+def clustering_matrix(X_features: np.ndarray, gain: np.ndarray) -> np.ndarray:
+    """Return the positives' features scaled by gain, ready for a Gaussian mixture
+    (:class:`Scaling`, fitted on these rows).
 
     Parameters
     ----------
@@ -147,15 +194,11 @@ def clustering_matrix(X_features: np.ndarray, gain: np.ndarray) -> np.ndarray:
     ndarray of shape (n_positives, n_kept)
         Scaled features without constant columns (at least one column is kept).
     """
-    Z = np.array(X_features, dtype=float) * np.asarray(gain, dtype=float)[None, :]
-    if np.isnan(Z).any():
+    Z = np.asarray(X_features, dtype=float) * np.asarray(gain, dtype=float)[None, :]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: NaN
         medians = np.nanmedian(Z, axis=0)
-        rows, cols = np.nonzero(np.isnan(Z))
-        Z[rows, cols] = np.nan_to_num(medians[cols])
-    varying = np.ptp(Z, axis=0) > 0
-    if not varying.all():
-        logger.info("clustering: dropping %d constant feature(s)", int((~varying).sum()))
-    return Z[:, varying] if varying.any() else Z[:, :1]
+    return scaling(gain, *column_range(X_features, gain), medians).apply(X_features)
 
 
 @dataclass(frozen=True)
@@ -255,6 +298,36 @@ def fit_mixture(
 LABEL_CHUNK = 32_768
 
 
+def assigned_components(fit: MixtureFit, Z: np.ndarray, kept: np.ndarray | None = None):
+    """Each row's most probable component of ``fit``, among the ``kept`` ones (all where
+    ``None``), computed ``LABEL_CHUNK`` rows at a time."""
+    chunks = [slice(a, a + LABEL_CHUNK) for a in range(0, len(Z), LABEL_CHUNK)]
+    if not chunks:
+        return np.empty(0, dtype=np.int64)
+    if kept is None:
+        return np.concatenate([fit.model.predict_proba(Z[c]).argmax(axis=1) for c in chunks])
+    return np.concatenate(
+        [np.where(kept, fit.model.predict_proba(Z[c]), -1.0).argmax(axis=1) for c in chunks]
+    )
+
+
+def kept_components(counts: np.ndarray, min_size: int) -> np.ndarray:
+    """Components that keep their rows: those most probable for at least ``min_size``
+    rows (``counts``, :func:`assigned_components`' counts), and always the largest."""
+    kept = counts >= min_size
+    kept[np.argmax(counts)] = True
+    return kept
+
+
+def component_ranks(counts: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """Each component's cluster, ``0..c-1`` by decreasing ``counts`` (rows assigned among
+    the ``kept`` components), -1 for the components dissolved."""
+    order = np.argsort(-counts, kind="stable")[: int(kept.sum())]
+    rank = np.full(counts.size, -1)
+    rank[order] = np.arange(order.size)
+    return rank
+
+
 def cluster_labels(fit: MixtureFit, Z: np.ndarray, min_size: int = 1) -> np.ndarray:
     """Return each positive's cluster, renumbered ``0..c-1`` by decreasing size.
 
@@ -276,18 +349,7 @@ def cluster_labels(fit: MixtureFit, Z: np.ndarray, min_size: int = 1) -> np.ndar
     -------
     ndarray of int of shape (n,)
     """
-    chunks = [slice(a, a + LABEL_CHUNK) for a in range(0, len(Z), LABEL_CHUNK)]
-    first = np.concatenate([fit.model.predict_proba(Z[c]).argmax(axis=1) for c in chunks])
-    counts = np.bincount(first, minlength=fit.n_components)
-    kept = counts >= min_size
-    kept[np.argmax(counts)] = True
-    raw = first
-    if not kept.all():
-        raw = np.concatenate(
-            [np.where(kept, fit.model.predict_proba(Z[c]), -1.0).argmax(axis=1) for c in chunks]
-        )
-    counts = np.bincount(raw, minlength=fit.n_components)
-    order = np.argsort(-counts, kind="stable")[: int(kept.sum())]
-    rank = np.full(fit.n_components, -1)
-    rank[order] = np.arange(order.size)
-    return rank[raw]
+    first = assigned_components(fit, Z)
+    kept = kept_components(np.bincount(first, minlength=fit.n_components), min_size)
+    raw = first if kept.all() else assigned_components(fit, Z, kept)
+    return component_ranks(np.bincount(raw, minlength=fit.n_components), kept)[raw]

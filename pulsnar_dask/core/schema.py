@@ -140,16 +140,46 @@ class FeatureSchema:
     def one_hot(
         self, X: np.ndarray, columns: Sequence[str], levels: int = ONE_HOT_LEVELS
     ) -> tuple[np.ndarray, list[str]]:
-        """Columns of encoded features with each categorical one as indicators: what
-        describes the positives' subtypes (a mean of codes says nothing).
+        """Columns of encoded features with each categorical one as indicators of its
+        ``levels`` most frequent categories in ``X`` (:meth:`indicators`): what describes
+        the positives' subtypes (a mean of codes says nothing)."""
+        return self.indicators(X, columns, self.top_levels(self.code_counts(X, columns), levels))
+
+    def code_counts(self, X: np.ndarray, columns: Sequence[str]) -> dict[str, np.ndarray]:
+        """Rows of ``X`` (encoded values of ``columns``) per category, for each
+        categorical column: counts that add up over the rows' partitions."""
+        out = {}
+        for j, name in enumerate(columns):
+            if name in self.categories:
+                codes = np.asarray(X[:, j], dtype=float)
+                seen = codes[np.isfinite(codes)].astype(np.int64)
+                out[name] = np.bincount(seen, minlength=len(self.categories[name]))
+        return out
+
+    @staticmethod
+    def top_levels(
+        counts: dict[str, np.ndarray], levels: int = ONE_HOT_LEVELS
+    ) -> dict[str, np.ndarray]:
+        """Each categorical column's ``levels`` most frequent categories seen (codes, most
+        frequent first) from :meth:`code_counts`."""
+        return {
+            name: np.argsort(-c, kind="stable")[: min(levels, int((c > 0).sum()))]
+            for name, c in counts.items()
+        }
+
+    def indicators(
+        self, X: np.ndarray, columns: Sequence[str], tops: dict[str, np.ndarray]
+    ) -> tuple[np.ndarray, list[str]]:
+        """Columns of encoded features with each categorical one as indicators of the
+        categories ``tops`` names (:meth:`top_levels`).
 
         Parameters
         ----------
         X : ndarray of shape (n, len(columns))
             Encoded values of ``columns``.
         columns : sequence of str
-        levels : int
-            Indicators per categorical feature: its most frequent categories in ``X``.
+        tops : dict
+            Categorical column -> the codes it is described by.
 
         Returns
         -------
@@ -166,11 +196,8 @@ class FeatureSchema:
                 blocks.append(X[:, j : j + 1])
                 names.append(name)
                 continue
-            codes = X[:, j]
-            seen = codes[np.isfinite(codes)].astype(np.int64)
-            counts = np.bincount(seen, minlength=len(self.categories[name]))
-            top = np.argsort(-counts, kind="stable")[: min(levels, int((counts > 0).sum()))]
-            blocks.append((codes[:, None] == top[None, :]).astype(float))
+            top = tops[name]
+            blocks.append((X[:, j : j + 1] == top[None, :]).astype(float))
             names += [f"{name}={self.categories[name][k]}" for k in top]
         matrix = np.hstack(blocks) if blocks else np.empty((len(X), 0))
         return matrix, names

@@ -72,13 +72,21 @@ def importance_model_gain(
     return trained_gain(X, labels, params, config.n_rounds, feature_types)
 
 
+def seeded_positions(n_rows: int, max_rows: int | None, seed: int) -> np.ndarray | None:
+    """Positions of at most ``max_rows`` of ``n_rows`` rows, a sample drawn with ``seed``
+    (ascending); ``None`` (every row) where there are no more or ``max_rows`` is
+    ``None``."""
+    if max_rows is None or n_rows <= max_rows:
+        return None
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n_rows, max_rows, replace=False))
+
+
 def seeded_rows(Z: np.ndarray, max_rows: int | None, seed: int) -> np.ndarray:
     """At most ``max_rows`` rows of ``Z``, a sample drawn with ``seed`` (in row order);
     all of them where there are no more or ``max_rows`` is ``None``."""
-    if max_rows is None or len(Z) <= max_rows:
-        return Z
-    rng = np.random.default_rng(seed)
-    return Z[np.sort(rng.choice(len(Z), max_rows, replace=False))]
+    positions = seeded_positions(len(Z), max_rows, seed)
+    return Z if positions is None else Z[positions]
 
 
 def fit_mixture_size(
@@ -230,19 +238,60 @@ def make_clustering(
     )
 
 
-def subtype_profiles(
-    X: np.ndarray, labels: np.ndarray, names: list[str], top: int = SUBTYPE_FEATURES
+@dataclass(frozen=True)
+class ProfileSums:
+    """Per cluster (rows) and describing column (columns): the positives' values
+    present, their sum and their sum of squares, each value less the column's ``shift``
+    (near its mean, so that the squares keep their precision); sums that add up over the
+    positives' partitions.
+
+    Attributes
+    ----------
+    count, total, squares : ndarray of shape (n_clusters, n_columns)
+    """
+
+    count: np.ndarray
+    total: np.ndarray
+    squares: np.ndarray
+
+    def __add__(self, other: ProfileSums) -> ProfileSums:
+        return ProfileSums(
+            self.count + other.count, self.total + other.total, self.squares + other.squares
+        )
+
+    def renumbered(self, rank: np.ndarray) -> ProfileSums:
+        """The sums of cluster ``rank[k]`` from row ``k`` (rows ranked -1 dropped)."""
+        order = np.argsort(np.where(rank < 0, rank.size, rank), kind="stable")
+        order = order[: int(np.sum(rank >= 0))]
+        return ProfileSums(self.count[order], self.total[order], self.squares[order])
+
+
+def profile_sums(
+    X: np.ndarray, labels: np.ndarray, n_clusters: int, shift: np.ndarray
+) -> ProfileSums:
+    """:class:`ProfileSums` of the rows ``X`` (n, n_columns) in clusters ``labels``."""
+    X = np.asarray(X, dtype=float) - np.asarray(shift, dtype=float)[None, :]
+    present = ~np.isnan(X)
+    X = np.where(present, X, 0.0)
+    shape = (n_clusters, X.shape[1])
+    count, total, squares = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    np.add.at(count, labels, present)
+    np.add.at(total, labels, X)
+    np.add.at(squares, labels, X * X)
+    return ProfileSums(count, total, squares)
+
+
+def profiles_of(
+    sums: ProfileSums, names: list[str], top: int = SUBTYPE_FEATURES
 ) -> list[list[dict[str, Any]]]:
     """What sets each cluster of positives apart from the positives as a whole.
 
     Parameters
     ----------
-    X : ndarray of shape (n_positives, n_features)
-        The positives' values of the features they were clustered on.
-    labels : ndarray of int of shape (n_positives,)
-        Cluster of each positive (0 = largest).
+    sums : ProfileSums
+        The clusters' sums (0 = largest).
     names : list of str
-        Feature names, one per column of ``X``.
+        Feature names, one per column.
     top : int
         Features kept per cluster.
 
@@ -255,16 +304,15 @@ def subtype_profiles(
         cluster), rounded to 0.01. Missing values are left out of the means; features
         constant over the positives are never named.
     """
-    X = np.asarray(X, dtype=float)
-    labels = np.asarray(labels)
-    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns give NaN
-        mean = np.nanmean(X, axis=0)
-        sd = np.nanstd(X, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n = sums.count.sum(axis=0)
+        mean = sums.total.sum(axis=0) / n
+        sd = np.sqrt(np.maximum(sums.squares.sum(axis=0) / n - mean**2, 0.0))
+        constant = ~(sd > 1e-12 * np.maximum(np.abs(mean), 1.0))
         out = []
-        for c in range(int(labels.max()) + 1 if labels.size else 0):
-            d = (np.nanmean(X[labels == c], axis=0) - mean) / sd
-            d[~(sd > 0) | ~np.isfinite(d)] = np.nan
+        for count, total in zip(sums.count, sums.total, strict=True):
+            d = (total / count - mean) / sd
+            d[constant | ~np.isfinite(d)] = np.nan
             order = np.argsort(-np.nan_to_num(np.abs(d), nan=-1.0), kind="stable")[:top]
             out.append(
                 [
@@ -274,6 +322,19 @@ def subtype_profiles(
                 ]
             )
     return out
+
+
+def subtype_profiles(
+    X: np.ndarray, labels: np.ndarray, names: list[str], top: int = SUBTYPE_FEATURES
+) -> list[list[dict[str, Any]]]:
+    """:func:`profiles_of` the positives ``X`` (n_positives, n_features; the values of
+    the features they were clustered on) in clusters ``labels`` (0 = largest)."""
+    X = np.asarray(X, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns give NaN
+        shift = np.nan_to_num(np.nanmean(X, axis=0)) if len(X) else np.zeros(X.shape[1])
+    n_clusters = int(labels.max()) + 1 if labels.size else 0
+    return profiles_of(profile_sums(X, np.asarray(labels), n_clusters, shift), names, top)
 
 
 def min_cluster_size(config: PUConfig, n_positives: int) -> int:
@@ -315,6 +376,7 @@ def fit_bic_curve(
     Z: np.ndarray,
     config: PUConfig,
     seed: int,
+    n_positives: int | None = None,
 ) -> dict[str, list[MixtureFit]]:
     """Fit the mixtures of :func:`mixture_sizes` for each covariance type (full and
     diagonal for ``covariance_type="auto"``), a round at a time, while
@@ -326,8 +388,10 @@ def fit_bic_curve(
         ``map_fits(fit_mixture_size, [(Z, n, config, seed, type), ...])`` returns the fits in
         order: a plain loop, or an executor's fan-out (each round's sizes, of every type
         still fitted, fit side by side).
-    Z : ndarray of shape (n_positives, d)
-        The positives' clustering matrix.
+    Z : ndarray of shape (n, d)
+        The positives' clustering matrix, or the rows of it :func:`seeded_rows` keeps.
+    n_positives : int or None
+        The positives ``Z`` was drawn from (``None``: ``len(Z)``, every one).
 
     Returns
     -------
@@ -337,7 +401,7 @@ def fit_bic_curve(
     """
     kinds = AUTO_COVARIANCE_TYPES if config.covariance_type == "auto" else (config.covariance_type,)
     curves: dict[str, list[MixtureFit]] = {k: [] for k in kinds}
-    n_positives = len(Z)
+    n_positives = len(Z) if n_positives is None else n_positives
     Z = seeded_rows(Z, config.max_cluster_rows, seed)  # each fit's rows, sent alone
     for sizes in mixture_sizes(config, n_positives):
         going = [k for k in kinds if not curves[k] or lowest_bic_at_end(curves[k])]

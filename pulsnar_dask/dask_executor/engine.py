@@ -265,10 +265,12 @@ def _id_label_part(part: pd.DataFrame, id_col: str, label: str) -> tuple[np.ndar
     return part[id_col].to_numpy(), part[label].to_numpy().astype(np.int8)
 
 
-def _positive_part(part: pd.DataFrame, id_col: str, label: str, columns: list[str]):
+def _positive_piece(
+    part: pd.DataFrame, id_col: str, label: str, columns: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """A partition's labeled positives: their ids and ``columns`` as float32."""
-    rows = part.loc[part[label] == 1, [id_col, *columns]]
-    return rows.astype(dict.fromkeys(columns, np.float32))
+    positive = (part[label] == 1).to_numpy()
+    return part[id_col].to_numpy()[positive], part.loc[positive, columns].to_numpy(np.float32)
 
 
 def _truth_part(
@@ -705,16 +707,15 @@ class DaskExecutor:
             num_boost_round=n_rounds,
         )["booster"]
 
-    def positives(self, columns: Sequence[str]) -> np.ndarray:
+    def positive_pieces(self, columns: Sequence[str]) -> list[Future]:
+        """Each stored partition's labeled positives, kept on its worker."""
         puf, columns = self.puf, list(columns)
-        with EXPRESSIONS:
-            meta = _positive_part(puf.frame._meta, puf.id, puf.label, columns)
-            positive = puf.frame.map_partitions(
-                _positive_part, puf.id, puf.label, columns, meta=meta
-            )
-        rows = self._get(positive)  # float32 from the workers: a fifth of the table's bytes
-        order = np.argsort(rows[puf.id].to_numpy(), kind="stable")
-        return rows[columns].to_numpy(np.float32)[order]
+        pieces = [
+            self.client.submit(_positive_piece, part, puf.id, puf.label, columns)
+            for part in self.parts
+        ]
+        wait(pieces)
+        return pieces
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         """Submit every call at once; each array they share goes to the cluster once

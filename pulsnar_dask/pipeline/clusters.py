@@ -3,10 +3,23 @@ cluster."""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.mixture import MixtureFit, cluster_labels, clustering_matrix
+from pulsnar_dask.core.map_reduce import identity
+from pulsnar_dask.core.mixture import component_ranks, kept_components, scaling
+from pulsnar_dask.core.positive_pieces import (
+    column_medians,
+    piece_clusters,
+    piece_columns,
+    piece_components,
+    piece_present,
+    piece_rows,
+)
 from pulsnar_dask.core.subproblem import SubproblemResult
 from pulsnar_dask.core.subtypes import (
     Clustering,
@@ -14,8 +27,9 @@ from pulsnar_dask.core.subtypes import (
     fit_bic_curve,
     make_clustering,
     min_cluster_size,
+    profiles_of,
+    seeded_positions,
     select_features,
-    subtype_profiles,
 )
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.executor import Executor
@@ -43,10 +57,13 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
     job.stage("PULSNAR: importance model and clustering of the positives")
     # the threads the user asked for, if any: the importance model trains alone, so the
     # executor may give it more than one task's share
-    clustering = cluster_positives(
-        job.executor, job.for_columns(features, n_threads=job.asked.n_threads), job.seed
-    )
     positive_ids = job.table.positive_ids
+    clustering = cluster_positives(
+        job.executor,
+        job.for_columns(features, n_threads=job.asked.n_threads),
+        job.seed,
+        positive_ids,
+    )
     job.mark("clustering")
     n_clusters = clustering.n_clusters
     model_cols = [features[i] for i in clustering.model_features]
@@ -67,11 +84,20 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
     return reading, results[iterations * n_clusters :]
 
 
-def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Clustering:
+def cluster_positives(
+    executor: Executor, config: PUConfig, seed: int, positive_ids: np.ndarray
+) -> Clustering:
     """PULSNAR's clustering of the labeled positives: the importance model's gains pick
-    the features, mixtures of growing size are fitted on the positives' gain-scaled
-    values (:func:`~pulsnar_dask.core.subtypes.fit_bic_curve`), and the chosen one
-    assigns every positive (its clustering matrix and fits are dropped on return).
+    the features, mixtures of growing size are fitted on a seeded sample of the
+    positives' gain-scaled values (:func:`~pulsnar_dask.core.subtypes.fit_bic_curve`),
+    and the chosen one assigns every positive where its rows are held. Only sums over
+    the positives, the sample and each positive's cluster come to this process
+    (:mod:`pulsnar_dask.core.positive_pieces`).
+
+    Parameters
+    ----------
+    positive_ids : ndarray
+        The labeled positives' ids, ascending (the order of the returned labels).
 
     Raises
     ------
@@ -83,22 +109,41 @@ def cluster_positives(executor: Executor, config: PUConfig, seed: int) -> Cluste
         model_idx, cluster_idx = select_features(gain, config)
     except ValueError as exc:
         raise PUError(str(exc)) from None
-    cluster_cols = [executor.features[i] for i in cluster_idx]
-    X_positive = executor.positives(cluster_cols)
-    chosen, bic, positive_labels = _assigned(
-        executor, clustering_matrix(X_positive, gain[cluster_idx]), config, seed
-    )  # the clustering matrix goes before the profiles take their copies
-    X_described, names = executor.schema.one_hot(X_positive, cluster_cols)
-    profiles = subtype_profiles(X_described, positive_labels, names)
-    return make_clustering(chosen, bic, positive_labels, gain, model_idx, cluster_idx, profiles)
+    columns = [executor.features[i] for i in cluster_idx]
+    gain_used, schema = gain[cluster_idx], executor.schema
+    pieces = executor.positive_pieces(columns)
+    try:
 
+        def reduced(per_piece: Callable[..., Any], *args: Any, finish=identity) -> Any:
+            return executor.map_reduce(per_piece, finish, [pieces], [args])[0]
 
-def _assigned(
-    executor: Executor, Z: np.ndarray, config: PUConfig, seed: int
-) -> tuple[MixtureFit, np.ndarray, np.ndarray]:
-    """The mixture the BIC chooses on the clustering matrix ``Z`` (categorical features
-    as their codes: as indicators, a column of noise splits the positives by its
-    categories), its BIC curve and each positive's cluster."""
-    curves = fit_bic_curve(executor.map, Z, config, seed)
-    chosen, bic, _ = choose_mixture(curves, config)
-    return chosen, bic, cluster_labels(chosen, Z, min_cluster_size(config, len(Z)))
+        sums = reduced(piece_columns, gain_used, schema, columns)
+        medians = np.full(len(columns), np.nan)
+        missing = np.flatnonzero(sums.missing > 0)
+        if missing.size:
+            medians[missing] = reduced(piece_present, gain_used, missing, finish=column_medians)
+        scaled = scaling(gain_used, sums.low, sums.high, medians)
+        n_positives = positive_ids.size
+        positions = seeded_positions(n_positives, config.max_cluster_rows, seed)
+        wanted = positive_ids if positions is None else positive_ids[positions]
+        sample_ids, sample = reduced(piece_rows, wanted).arrays
+        sample = sample[np.argsort(sample_ids, kind="stable")]
+        curves = fit_bic_curve(executor.map, scaled.apply(sample), config, seed, n_positives)
+        chosen, bic, _ = choose_mixture(curves, config)
+        counts = reduced(piece_components, scaled, chosen)
+        kept = kept_components(counts, min_cluster_size(config, n_positives))
+        tops = schema.top_levels(sums.codes)
+        described, names = schema.indicators(sample, columns, tops)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column
+            shift = np.nan_to_num(np.nanmean(described, axis=0))
+        assigned, profile = reduced(
+            piece_clusters, scaled, chosen, kept, schema, columns, tops, shift
+        )
+    finally:
+        executor.release(pieces)
+    ids, raw = assigned.arrays
+    raw = raw[np.argsort(ids, kind="stable")].astype(np.int64)
+    rank = component_ranks(np.bincount(raw, minlength=chosen.n_components), kept)
+    profiles = profiles_of(profile.renumbered(rank), names)
+    return make_clustering(chosen, bic, rank[raw], gain, model_idx, cluster_idx, profiles)

@@ -191,8 +191,11 @@ class Executor(Protocol):
         ``config.n_threads`` is the user's setting, ``None`` leaving the threads to the
         executor (the model trains while nothing else runs)."""
 
-    def positives(self, columns: Sequence[str]) -> np.ndarray:
-        """The labeled positives' values of ``columns`` (float32), by ascending row id."""
+    def positive_pieces(self, columns: Sequence[str]) -> list[Any]:
+        """The labeled positives partition by partition, where the rows are held: each
+        piece their (row ids, float32 values of ``columns``)
+        (:mod:`~pulsnar_dask.core.positive_pieces`), for :meth:`map_reduce` until
+        :meth:`release`."""
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         """``[fn(*args) for args in calls]``, side by side where it can."""

@@ -117,8 +117,9 @@ class InProcessExecutor:
             return self.X
         return self.X[:, self.schema.positions(columns)]
 
-    def positives(self, columns: Sequence[str]) -> np.ndarray:
-        return self._columns(columns)[self.y == 1]
+    def positive_pieces(self, columns: Sequence[str]) -> list[Any]:
+        positive = self.y == 1
+        return [(self.row_ids[positive], self._columns(columns)[positive])]
 
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         return [fn(*args) for args in calls]
