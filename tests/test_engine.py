@@ -32,7 +32,7 @@ def data(tmp_path_factory):
 
 def test_task_engine_and_the_cli_match_the_in_memory_estimator(client, data, tmp_path, capsys):
     """One pipeline: numpy in process, the Dask engine and the command line (its own
-    local cluster) give the same alpha on the task path."""
+    local cluster) give the same alpha and clusters on the task path."""
     puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     result = run_job(client, puf, method="pulsnar", seed=2, engine="task")
     _, d = data
@@ -40,6 +40,15 @@ def test_task_engine_and_the_cli_match_the_in_memory_estimator(client, data, tmp
     assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
     np.testing.assert_allclose(result.cluster_alphas, est.cluster_alphas_)
     assert result.n_clusters == est.n_clusters_ > 1
+    # the clustering summed over the workers' pieces of the positives, as in process
+    np.testing.assert_array_equal(result.clustering.labels, est.clustering_.labels)
+
+    def described(profiles, prefix):  # the frame's columns are f0.., the array's x0..
+        return [
+            [(p["feature"].removeprefix(prefix), p["difference_sd"]) for p in c] for c in profiles
+        ]
+
+    assert described(result.clustering.profiles, "f") == described(est.clustering_.profiles, "x")
     status, summary, err = run_cli(
         ["run", "--input", str(data[0]), "--out", str(tmp_path / "out"), "--method", "pulsnar",
          "--seed", "2", "--engine", "task", "--true-label-col", "true_label", "--n-workers", "2"],

@@ -180,7 +180,8 @@ def scaling(gain: np.ndarray, low: np.ndarray, high: np.ndarray, medians: np.nda
 
 def clustering_matrix(X_features: np.ndarray, gain: np.ndarray) -> np.ndarray:
     """Return the positives' features scaled by gain, ready for a Gaussian mixture
-    (:class:`Scaling`, fitted on these rows).
+    (:class:`Scaling`, fitted on these rows): the whole-array form of what a run
+    computes over the positives' pieces (:mod:`pulsnar_dask.core.positive_pieces`).
 
     Parameters
     ----------
@@ -329,7 +330,8 @@ def component_ranks(counts: np.ndarray, kept: np.ndarray) -> np.ndarray:
 
 
 def cluster_labels(fit: MixtureFit, Z: np.ndarray, min_size: int = 1) -> np.ndarray:
-    """Return each positive's cluster, renumbered ``0..c-1`` by decreasing size.
+    """Return each positive's cluster, renumbered ``0..c-1`` by decreasing size (the
+    whole-array form of what a run computes over the positives' pieces).
 
     Components that would get fewer than ``min_size`` positives are dissolved: their
     positives go to their most probable remaining component. (A small component is

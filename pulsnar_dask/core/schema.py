@@ -167,6 +167,17 @@ class FeatureSchema:
             for name, c in counts.items()
         }
 
+    def is_indicator(self, columns: Sequence[str], tops: dict[str, np.ndarray]) -> np.ndarray:
+        """Which columns of :meth:`indicators`' matrix are indicators (bool, one each)."""
+        return np.array(
+            [
+                flag
+                for name in columns
+                for flag in ([True] * len(tops[name]) if name in self.categories else [False])
+            ],
+            dtype=bool,
+        )
+
     def indicators(
         self, X: np.ndarray, columns: Sequence[str], tops: dict[str, np.ndarray]
     ) -> tuple[np.ndarray, list[str]]:

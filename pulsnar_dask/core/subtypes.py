@@ -101,7 +101,8 @@ def fit_mixture_size(
 
     With more than ``config.max_cluster_rows`` positives the mixture is fitted (and its
     BIC taken) on that many of them, drawn with the seed; every positive is assigned
-    afterwards by :func:`pulsnar_dask.core.mixture.cluster_labels`.
+    afterwards, where it is held (:mod:`pulsnar_dask.core.positive_pieces`), as
+    :func:`pulsnar_dask.core.mixture.cluster_labels` assigns whole arrays.
     """
     covariance_type = covariance_type or config.covariance_type
     if covariance_type == "auto":
@@ -137,7 +138,7 @@ class Clustering:
         Features with non-zero gain, used by the subproblems.
     gain : ndarray of shape (n_features,)
     profiles : list of list of dict
-        What sets each cluster apart (:func:`subtype_profiles`).
+        What sets each cluster apart (:func:`profiles_of`).
     """
 
     n_clusters: int
@@ -209,8 +210,8 @@ def make_clustering(
     cluster_features: np.ndarray,
     profiles: list[list[dict[str, Any]]],
 ) -> Clustering:
-    """Record the clustering of the positives (``labels`` from :func:`cluster_labels`,
-    ``profiles`` from :func:`subtype_profiles`); its covariance type is the chosen
+    """Record the clustering of the positives (``labels`` as :func:`cluster_labels` assigns
+    them, ``profiles`` from :func:`profiles_of`); its covariance type is the chosen
     mixture's own."""
     n_clusters = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_clusters)
@@ -242,35 +243,42 @@ def make_clustering(
 class ProfileSums:
     """Per cluster (rows) and describing column (columns): the positives' values
     present, their sum and their sum of squares, each value less the column's ``shift``
-    (near its mean, so that the squares keep their precision); sums that add up over the
-    positives' partitions.
+    (near its mean, so that the squares keep their precision; 0 for an indicator, whose
+    sums are then whole numbers in any order); sums that add up over the positives'
+    partitions.
 
     Attributes
     ----------
     count, total, squares : ndarray of shape (n_clusters, n_columns)
+    shift : ndarray of shape (n_columns,)
     """
 
     count: np.ndarray
     total: np.ndarray
     squares: np.ndarray
+    shift: np.ndarray
 
     def __add__(self, other: ProfileSums) -> ProfileSums:
         return ProfileSums(
-            self.count + other.count, self.total + other.total, self.squares + other.squares
+            self.count + other.count,
+            self.total + other.total,
+            self.squares + other.squares,
+            self.shift,
         )
 
     def renumbered(self, rank: np.ndarray) -> ProfileSums:
         """The sums of cluster ``rank[k]`` from row ``k`` (rows ranked -1 dropped)."""
         order = np.argsort(np.where(rank < 0, rank.size, rank), kind="stable")
         order = order[: int(np.sum(rank >= 0))]
-        return ProfileSums(self.count[order], self.total[order], self.squares[order])
+        return ProfileSums(self.count[order], self.total[order], self.squares[order], self.shift)
 
 
 def profile_sums(
     X: np.ndarray, labels: np.ndarray, n_clusters: int, shift: np.ndarray
 ) -> ProfileSums:
     """:class:`ProfileSums` of the rows ``X`` (n, n_columns) in clusters ``labels``."""
-    X = np.asarray(X, dtype=float) - np.asarray(shift, dtype=float)[None, :]
+    shift = np.asarray(shift, dtype=float)
+    X = np.asarray(X, dtype=float) - shift[None, :]
     present = ~np.isnan(X)
     X = np.where(present, X, 0.0)
     shape = (n_clusters, X.shape[1])
@@ -278,7 +286,7 @@ def profile_sums(
     np.add.at(count, labels, present)
     np.add.at(total, labels, X)
     np.add.at(squares, labels, X * X)
-    return ProfileSums(count, total, squares)
+    return ProfileSums(count, total, squares, shift)
 
 
 def profiles_of(
@@ -301,19 +309,23 @@ def profiles_of(
         Per cluster, up to ``top`` dicts ``{"feature": name, "difference_sd": d}``, the
         largest ``|d|`` first: ``d`` is the cluster's mean minus the mean over all
         positives, in standard deviations of all positives (positive: higher in this
-        cluster), rounded to 0.01. Missing values are left out of the means; features
-        constant over the positives are never named.
+        cluster), rounded to 0.01; ties in the rounded ``|d|`` go to the earlier column,
+        so that the order does not hang on the sums' last bits. Missing values are left
+        out of the means; features constant over the positives (a spread under 1e-12 of
+        their mean's size) are never named.
     """
     with np.errstate(invalid="ignore", divide="ignore"):
         n = sums.count.sum(axis=0)
         mean = sums.total.sum(axis=0) / n
         sd = np.sqrt(np.maximum(sums.squares.sum(axis=0) / n - mean**2, 0.0))
-        constant = ~(sd > 1e-12 * np.maximum(np.abs(mean), 1.0))
+        constant = ~(sd > 1e-12 * np.maximum(np.abs(mean + sums.shift), 1.0))
         out = []
+        columns = np.arange(mean.size)
         for count, total in zip(sums.count, sums.total, strict=True):
             d = (total / count - mean) / sd
             d[constant | ~np.isfinite(d)] = np.nan
-            order = np.argsort(-np.nan_to_num(np.abs(d), nan=-1.0), kind="stable")[:top]
+            size = np.round(np.nan_to_num(np.abs(d), nan=-1.0), 2)
+            order = np.lexsort((columns, -size))[:top]
             out.append(
                 [
                     {"feature": names[i], "difference_sd": round(float(d[i]), 2)}
@@ -328,7 +340,9 @@ def subtype_profiles(
     X: np.ndarray, labels: np.ndarray, names: list[str], top: int = SUBTYPE_FEATURES
 ) -> list[list[dict[str, Any]]]:
     """:func:`profiles_of` the positives ``X`` (n_positives, n_features; the values of
-    the features they were clustered on) in clusters ``labels`` (0 = largest)."""
+    the features they were clustered on) in clusters ``labels`` (0 = largest): the
+    whole-array form of what a run sums over the positives' pieces
+    (:mod:`pulsnar_dask.core.positive_pieces`)."""
     X = np.asarray(X, dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns give NaN

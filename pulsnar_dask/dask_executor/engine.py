@@ -904,8 +904,8 @@ class DaskExecutor:
         return self._gather(list(held))
 
     def release(self, pieces: Sequence[Future]) -> None:
-        """Drop a scoring's rows from the workers, whatever references to their futures
-        remain."""
+        """Drop pieces held on the workers (a scoring's rows, the labeled positives'),
+        whatever references to their futures remain."""
         if pieces:
             self.client.cancel(list(pieces))
 

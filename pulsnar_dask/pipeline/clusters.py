@@ -137,13 +137,17 @@ def cluster_positives(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column
             shift = np.nan_to_num(np.nanmean(described, axis=0))
+        shift[schema.is_indicator(columns, tops)] = 0.0  # whole-number sums
         assigned, profile = reduced(
             piece_clusters, scaled, chosen, kept, schema, columns, tops, shift
         )
     finally:
         executor.release(pieces)
     ids, raw = assigned.arrays
-    raw = raw[np.argsort(ids, kind="stable")].astype(np.int64)
+    order = np.argsort(ids, kind="stable")
+    if not (sample_ids.size == wanted.size and np.array_equal(ids[order], positive_ids)):
+        raise RuntimeError("the positives' pieces do not hold the table's labeled positives")
+    raw = raw[order].astype(np.int64)
     rank = component_ranks(np.bincount(raw, minlength=chosen.n_components), kept)
     profiles = profiles_of(profile.renumbered(rank), names)
     return make_clustering(chosen, bic, rank[raw], gain, model_idx, cluster_idx, profiles)

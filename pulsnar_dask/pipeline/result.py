@@ -183,7 +183,7 @@ class JobResult:
         PULSNAR and auto: the BIC curve, each positive's cluster and the features used.
     profiles : list or None
         PULSNAR: what sets each cluster of positives apart
-        (:func:`~pulsnar_dask.core.subtypes.subtype_profiles`); ``None`` for PULSCAR.
+        (:func:`~pulsnar_dask.core.subtypes.profiles_of`); ``None`` for PULSCAR.
     cluster_groups : list of list of int or None
         PULSNAR with more than one cluster: the clusters (numbered from 1) that count as
         one subtype because their claimed unlabeled rows overlap by more than
