@@ -79,10 +79,12 @@ def test_a_text_column_with_a_value_for_most_rows_is_taken_for_an_identifier():
     assert frame_schema(frame)[0].categories == {"name": ["a", "b"]}
 
 
-def test_one_hot_turns_categories_into_indicators_for_the_descriptions():
+def test_indicators_of_the_top_levels_describe_categories():
     schema = FeatureSchema(["x", "c"], {"c": ["a", "b", "z"]})
     X = np.array([[0.1, 0], [0.2, 2], [0.3, 2], [0.4, np.nan]], dtype=np.float32)
-    matrix, names = schema.one_hot(X, ["x", "c"])
+    tops = schema.top_levels(schema.code_counts(X, ["x", "c"]))
+    assert schema.is_indicator(["x", "c"], tops).tolist() == [False, True, True]
+    matrix, names = schema.indicators(X, ["x", "c"], tops)
     assert names == ["x", "c=z", "c=a"]  # most frequent category first; b never seen
     np.testing.assert_allclose(matrix[:, 0], X[:, 0])
     np.testing.assert_array_equal(matrix[:, 1:], [[0, 1], [1, 0], [1, 0], [0, 0]])

@@ -5,13 +5,18 @@ import pytest
 
 from pulsnar_dask.core.mixture import (
     MIN_CLUSTER_SIZE,
-    cluster_labels,
-    clustering_matrix,
+    assigned_components,
+    component_ranks,
     fit_mixture,
     important_features,
+    kept_components,
     knee_point,
+    scaling,
     select_n_clusters,
 )
+from pulsnar_dask.core.positive_pieces import column_medians, piece_columns, piece_present
+from pulsnar_dask.core.schema import FeatureSchema
+from pulsnar_dask.core.subtypes import profile_sums, profiles_of
 
 
 def one_by_one(fn, calls):
@@ -69,9 +74,24 @@ def test_important_features_sorted_by_gain_and_capped():
     np.testing.assert_array_equal(important_features(gain, 2), [1, 4])
 
 
-def test_clustering_matrix_scales_imputes_and_drops_constant_columns():
-    X = np.array([[1.0, 7.0, np.nan], [3.0, 7.0, 2.0], [5.0, 7.0, 4.0]])
-    Z = clustering_matrix(X, np.array([2.0, 1.0, 0.5]))
+def cluster_labels(fit, Z, min_size=1):
+    """Each row's cluster as a run assigns the positives of one piece: components under
+    ``min_size`` rows dissolved, clusters numbered by decreasing size."""
+    first = assigned_components(fit, Z)
+    kept = kept_components(np.bincount(first, minlength=fit.n_components), min_size)
+    raw = assigned_components(fit, Z, kept)
+    return component_ranks(np.bincount(raw, minlength=fit.n_components), kept)[raw]
+
+
+def test_scaling_multiplies_by_gain_imputes_medians_and_drops_constant_columns():
+    X = np.array([[1.0, 7.0, np.nan], [3.0, 7.0, 2.0], [5.0, 7.0, 4.0]], dtype=np.float32)
+    gain, columns = np.array([2.0, 1.0, 0.5]), ["a", "b", "c"]
+    pieces = [(np.arange(3), X)]
+    sums = piece_columns(pieces, gain, FeatureSchema(columns), columns)
+    assert sums.missing.tolist() == [0, 0, 1]
+    medians = np.full(3, np.nan)
+    medians[2:] = column_medians(piece_present(pieces, gain, np.array([2])))
+    Z = scaling(gain, sums.low, sums.high, medians).apply(X)
     np.testing.assert_allclose(Z, [[2.0, 1.5], [6.0, 1.0], [10.0, 2.0]])
 
 
@@ -158,9 +178,13 @@ def test_min_cluster_size_is_a_share_of_the_positives_with_a_floor():
         PUConfig(min_cluster_fraction=1.0)
 
 
-def test_subtype_profiles_name_the_features_that_set_each_cluster_apart():
-    from pulsnar_dask.core.subtypes import subtype_profiles
+def subtype_profiles(X, labels, names, top):
+    """Profiles of one piece's clusters, its sums shifted by the column means."""
+    shift = np.nan_to_num(np.nanmean(X, axis=0))
+    return profiles_of(profile_sums(X, labels, int(labels.max()) + 1, shift), names, top)
 
+
+def test_subtype_profiles_name_the_features_that_set_each_cluster_apart():
     # a: cluster 0 at 0, cluster 1 at 2 (mean 1, sd 1: -1 and +1 sd); b: constant (never
     # named); c: cluster 1 is [0, 0] and cluster 0 [3, 1] (mean 1, sd sqrt(1.5)); d: one
     # missing value, left out of the means.

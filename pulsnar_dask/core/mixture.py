@@ -178,30 +178,6 @@ def scaling(gain: np.ndarray, low: np.ndarray, high: np.ndarray, medians: np.nda
     return Scaling(np.asarray(gain, dtype=float), np.nan_to_num(medians), varying)
 
 
-def clustering_matrix(X_features: np.ndarray, gain: np.ndarray) -> np.ndarray:
-    """Return the positives' features scaled by gain, ready for a Gaussian mixture
-    (:class:`Scaling`, fitted on these rows): the whole-array form of what a run
-    computes over the positives' pieces (:mod:`pulsnar_dask.core.positive_pieces`).
-
-    Parameters
-    ----------
-    X_features : ndarray of shape (n_positives, n_selected)
-        The positives' values of the selected features.
-    gain : ndarray of shape (n_selected,)
-        Gain of each selected feature.
-
-    Returns
-    -------
-    ndarray of shape (n_positives, n_kept)
-        Scaled features without constant columns (at least one column is kept).
-    """
-    Z = np.asarray(X_features, dtype=float) * np.asarray(gain, dtype=float)[None, :]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: NaN
-        medians = np.nanmedian(Z, axis=0)
-    return scaling(gain, *column_range(X_features, gain), medians).apply(X_features)
-
-
 @dataclass(frozen=True)
 class MixtureFit:
     """A fitted mixture and its BIC.
@@ -305,10 +281,9 @@ def assigned_components(fit: MixtureFit, Z: np.ndarray, kept: np.ndarray | None 
     chunks = [slice(a, a + LABEL_CHUNK) for a in range(0, len(Z), LABEL_CHUNK)]
     if not chunks:
         return np.empty(0, dtype=np.int64)
-    if kept is None:
-        return np.concatenate([fit.model.predict_proba(Z[c]).argmax(axis=1) for c in chunks])
+    allowed = np.ones(fit.n_components, dtype=bool) if kept is None else kept
     return np.concatenate(
-        [np.where(kept, fit.model.predict_proba(Z[c]), -1.0).argmax(axis=1) for c in chunks]
+        [np.where(allowed, fit.model.predict_proba(Z[c]), -1.0).argmax(axis=1) for c in chunks]
     )
 
 
@@ -327,31 +302,3 @@ def component_ranks(counts: np.ndarray, kept: np.ndarray) -> np.ndarray:
     rank = np.full(counts.size, -1)
     rank[order] = np.arange(order.size)
     return rank
-
-
-def cluster_labels(fit: MixtureFit, Z: np.ndarray, min_size: int = 1) -> np.ndarray:
-    """Return each positive's cluster, renumbered ``0..c-1`` by decreasing size (the
-    whole-array form of what a run computes over the positives' pieces).
-
-    Components that would get fewer than ``min_size`` positives are dissolved: their
-    positives go to their most probable remaining component. (A small component is
-    rarely a subtype of its own: on the 100-feature synthetic data they were handfuls of
-    outliers of several subtypes, and each one's subproblem counted again hidden
-    positives its neighbours had counted.)
-
-    Parameters
-    ----------
-    fit : MixtureFit
-    Z : ndarray of shape (n, d)
-        The clustering matrix.
-    min_size : int
-        Fewest positives a cluster may have; the largest component always stays.
-
-    Returns
-    -------
-    ndarray of int of shape (n,)
-    """
-    first = assigned_components(fit, Z)
-    kept = kept_components(np.bincount(first, minlength=fit.n_components), min_size)
-    raw = first if kept.all() else assigned_components(fit, Z, kept)
-    return component_ranks(np.bincount(raw, minlength=fit.n_components), kept)[raw]

@@ -9,10 +9,8 @@ range, missing values and category counts (:class:`ColumnSums`), the medians of 
 columns with missing values, the few rows the mixtures are fitted on, each positive's
 component (one small integer a positive) and each component's sums for its profile
 (:class:`~pulsnar_dask.core.subtypes.ProfileSums`). However the positives are
-partitioned, they give the clusters the whole-array forms give
-(:func:`~pulsnar_dask.core.mixture.clustering_matrix`,
-:func:`~pulsnar_dask.core.mixture.cluster_labels`); the profiles' sums of numeric columns
-may differ in their last bits, below the 0.01 the profiles are rounded to.
+partitioned, they give the same clusters; the profiles' sums of numeric columns may
+differ in their last bits, below the 0.01 the profiles are rounded to.
 """
 
 from __future__ import annotations

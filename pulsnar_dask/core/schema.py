@@ -137,14 +137,6 @@ class FeatureSchema:
         """The model matrix of a frame holding the schema's columns: float32, model order."""
         return self.encode_part(X[self.names]).to_numpy(dtype=np.float32)
 
-    def one_hot(
-        self, X: np.ndarray, columns: Sequence[str], levels: int = ONE_HOT_LEVELS
-    ) -> tuple[np.ndarray, list[str]]:
-        """Columns of encoded features with each categorical one as indicators of its
-        ``levels`` most frequent categories in ``X`` (:meth:`indicators`): what describes
-        the positives' subtypes (a mean of codes says nothing)."""
-        return self.indicators(X, columns, self.top_levels(self.code_counts(X, columns), levels))
-
     def code_counts(self, X: np.ndarray, columns: Sequence[str]) -> dict[str, np.ndarray]:
         """Rows of ``X`` (encoded values of ``columns``) per category, for each
         categorical column: counts that add up over the rows' partitions."""

@@ -5,7 +5,6 @@ reading against PULSCAR's is :func:`pulsnar_dask.pipeline.method_choice.readings
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -101,8 +100,7 @@ def fit_mixture_size(
 
     With more than ``config.max_cluster_rows`` positives the mixture is fitted (and its
     BIC taken) on that many of them, drawn with the seed; every positive is assigned
-    afterwards, where it is held (:mod:`pulsnar_dask.core.positive_pieces`), as
-    :func:`pulsnar_dask.core.mixture.cluster_labels` assigns whole arrays.
+    afterwards, where it is held (:mod:`pulsnar_dask.core.positive_pieces`).
     """
     covariance_type = covariance_type or config.covariance_type
     if covariance_type == "auto":
@@ -210,8 +208,8 @@ def make_clustering(
     cluster_features: np.ndarray,
     profiles: list[list[dict[str, Any]]],
 ) -> Clustering:
-    """Record the clustering of the positives (``labels`` as :func:`cluster_labels` assigns
-    them, ``profiles`` from :func:`profiles_of`); its covariance type is the chosen
+    """Record the clustering of the positives (``labels``: each positive's cluster, 0 the
+    largest; ``profiles`` from :func:`profiles_of`); its covariance type is the chosen
     mixture's own."""
     n_clusters = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_clusters)
@@ -336,23 +334,9 @@ def profiles_of(
     return out
 
 
-def subtype_profiles(
-    X: np.ndarray, labels: np.ndarray, names: list[str], top: int = SUBTYPE_FEATURES
-) -> list[list[dict[str, Any]]]:
-    """:func:`profiles_of` the positives ``X`` (n_positives, n_features; the values of
-    the features they were clustered on) in clusters ``labels`` (0 = largest): the
-    whole-array form of what a run sums over the positives' pieces
-    (:mod:`pulsnar_dask.core.positive_pieces`)."""
-    X = np.asarray(X, dtype=float)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-missing columns give NaN
-        shift = np.nan_to_num(np.nanmean(X, axis=0)) if len(X) else np.zeros(X.shape[1])
-    n_clusters = int(labels.max()) + 1 if labels.size else 0
-    return profiles_of(profile_sums(X, np.asarray(labels), n_clusters, shift), names, top)
-
-
 def min_cluster_size(config: PUConfig, n_positives: int) -> int:
-    """Fewest positives a PULSNAR cluster may keep (see :func:`cluster_labels`)."""
+    """Fewest positives a PULSNAR cluster may keep: smaller mixture components are
+    dissolved (:func:`~pulsnar_dask.core.mixture.kept_components`)."""
     return max(MIN_CLUSTER_SIZE, int(np.ceil(config.min_cluster_fraction * n_positives)))
 
 
