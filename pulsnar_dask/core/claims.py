@@ -127,9 +127,9 @@ def overlap_weights(
     w = np.ones(rows) if weights is None else np.asarray(weights, dtype=float)
     shared = np.zeros((n, n))
     for c in range(n):
-        shared[c, c] = w @ shares[c]
+        shared[c, c] = np.einsum("i,i", w, shares[c])
         for d in range(c + 1, n):
-            shared[c, d] = shared[d, c] = w @ np.minimum(shares[c], shares[d])
+            shared[c, d] = shared[d, c] = np.einsum("i,i", w, np.minimum(shares[c], shares[d]))
     return shared
 
 
@@ -178,7 +178,9 @@ def union_weight(
     claimed = np.zeros(np.asarray(cells[0]).size)
     for k, claim in zip(cells, claims, strict=True):
         np.maximum(claimed, claim.of_rows(k), out=claimed)
-    return float(claimed.sum() if weights is None else claimed @ np.asarray(weights, float))
+    return float(
+        claimed.sum() if weights is None else np.einsum("i,i", claimed, np.asarray(weights, float))
+    )
 
 
 def group_sum(

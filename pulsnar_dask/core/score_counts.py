@@ -340,7 +340,7 @@ class RowsToCount:
             w = np.ones(p_l.size) if weights is None else np.asarray(weights, dtype=float)
             cells[label] = np.bincount(c_l, weights=w, minlength=N_CELLS)
             nodes[label] = node_weights(p_l, weights=w, split=split)
-            sums[label] = (p_l @ w, p2_l @ w)
+            sums[label] = (np.einsum("i,i", p_l, w), np.einsum("i,i", p2_l, w))
             held = p_l if weights is None else p_l[w > 0]
             if held.size:
                 low, high = min(low, float(held.min())), max(high, float(held.max()))
