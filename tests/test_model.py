@@ -46,6 +46,20 @@ def test_a_model_trained_from_the_histogram_index_is_the_dmatrix_model(types):
     assert bytes(ours.save_raw("json")) == bytes(theirs.save_raw("json"))
 
 
+@pytest.mark.parametrize("threads", [{"nthread": None}, {"n_jobs": 2}, {"nthread": 2}])
+def test_the_matrix_threads_follow_the_models_and_leave_it_unchanged(threads):
+    """The training matrices are built with the model's threads, in either of XGBoost's
+    spellings (None: its default); the model is the one-thread model byte for byte."""
+    from pulsnar_dask.core.scoring import _fit, booster_params
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4000, 3)).astype(np.float32)
+    y = ((X[:, 0] + rng.normal(size=4000)) > 1).astype(np.float32)
+    one = _fit(X, y, booster_params(None, 5, 1), 20)
+    other = _fit(X, y, {**booster_params(None, 5), **threads}, 20)
+    assert bytes(other.save_raw("ubj")) == bytes(one.save_raw("ubj"))
+
+
 def test_a_large_training_set_is_binned_by_a_sample_that_holds_its_values(monkeypatch):
     """Oracle: past twice ``SKETCH_ROWS`` training rows the bins are the sample's
     quantiles; in columns of few values (missing ones among them) the sample is topped up

@@ -244,7 +244,7 @@ def fit_mixture(
                 with warnings.catch_warnings(), threadpool_limits(1):
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     model.fit(Z)
-                bic = float(model.bic(Z))
+                    bic = float(model.bic(Z))
             except (ValueError, np.linalg.LinAlgError) as exc:
                 last_error = exc
                 continue
@@ -282,9 +282,10 @@ def assigned_components(fit: MixtureFit, Z: np.ndarray, kept: np.ndarray | None 
     if not chunks:
         return np.empty(0, dtype=np.int64)
     allowed = np.ones(fit.n_components, dtype=bool) if kept is None else kept
-    return np.concatenate(
-        [np.where(allowed, fit.model.predict_proba(Z[c]), -1.0).argmax(axis=1) for c in chunks]
-    )
+    with threadpool_limits(1):  # a task's share of its worker, as the fits
+        return np.concatenate(
+            [np.where(allowed, fit.model.predict_proba(Z[c]), -1.0).argmax(axis=1) for c in chunks]
+        )
 
 
 def kept_components(counts: np.ndarray, min_size: int) -> np.ndarray:

@@ -311,7 +311,8 @@ def _fit(
     # the matrices are built with the model's threads: left to XGBoost, they take every
     # core, and on a worker whose neighbours are busy the threads wait on one another
     # (a third of a fold's time, measured on 2 workers of 2 cores)
-    n_threads = int(params["nthread"]) if "nthread" in params else None
+    threads = params.get("nthread", params.get("n_jobs"))
+    n_threads = None if threads is None else int(threads)
     if params.get("tree_method", "hist") == "hist":
         # the histogram index built straight from the array: the same model as from a
         # DMatrix (tested), without the DMatrix's copy of the rows
