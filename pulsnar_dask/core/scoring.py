@@ -221,6 +221,13 @@ def check_booster_params(
         raise ValueError(f"xgb_params: XGBoost has no parameter(s) {', '.join(names)}")
 
 
+def model_threads(params: Mapping[str, Any]) -> int | None:
+    """The threads XGBoost parameters give a model (``nthread``, or its alias ``n_jobs``;
+    ``None``: not given, XGBoost's default of every core)."""
+    threads = params.get("nthread", params.get("n_jobs"))
+    return None if threads is None else int(threads)
+
+
 def matrix(
     X: np.ndarray,
     labels: np.ndarray | None = None,
@@ -310,9 +317,7 @@ def _fit(
     weight = (y.size - n_pos) / n_pos if n_pos else 1.0
     # the matrices are built with the model's threads: left to XGBoost, they take every
     # core, and on a worker whose neighbours are busy the threads wait on one another
-    # (a third of a fold's time, measured on 2 workers of 2 cores)
-    threads = params.get("nthread", params.get("n_jobs"))
-    n_threads = None if threads is None else int(threads)
+    n_threads = model_threads(params)
     if params.get("tree_method", "hist") == "hist":
         # the histogram index built straight from the array: the same model as from a
         # DMatrix (tested), without the DMatrix's copy of the rows
@@ -433,7 +438,7 @@ def out_of_fold_probabilities(
         fold_model(X, labels, folds, fold, params, n_rounds, trainable, feature_types)
         for fold in range(n_folds)
     ]
-    return fold_predictions(models, X, folds, params.get("nthread")), models
+    return fold_predictions(models, X, folds, model_threads(params)), models
 
 
 def trained_gain(
