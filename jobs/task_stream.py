@@ -39,6 +39,11 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("/tmp/pulsnar-scale"))
     parser.add_argument("--nanny", action="store_true", help="workers under a nanny")
     parser.add_argument("--one-thread-env", action="store_true")
+    parser.add_argument(
+        "--timeline",
+        type=Path,
+        help="also write each compute step (worker, task, start, stop) as CSV",
+    )
     parser.add_argument("run_args", nargs="*", help="after --: options of the run")
     args = parser.parse_args()
     if args.one_thread_env:
@@ -65,27 +70,48 @@ def main() -> None:
     print(f"job {summary['seconds']:.1f} s; stages ended at {summary['stage_seconds']}")
     print(f"alpha {summary['alpha']}, interval {summary['alpha_interval']}")
     report(stream, start)
+    if args.timeline:
+        write_timeline(stream, start, args.timeline)
     print(provenance())
+
+
+def task_name(task: dict) -> str:
+    """A task's key without its token, fold number or cluster number."""
+    key = task["key"][0] if isinstance(task["key"], tuple) else task["key"]
+    name = re.sub(r"(-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|-[0-9a-f]{32}|-[0-9a-f]{8})$",
+                  "", str(key))  # fmt: skip
+    return re.sub(r"fold\d+", "fold", re.sub(r"^cluster\d+", "cluster", name))
+
+
+def compute_steps(stream: list[dict]):
+    """Each task's compute steps, as (task, name, step)."""
+    for task in stream:
+        for step in task["startstops"]:
+            if step["action"] == "compute":
+                yield task, task_name(task), step
+
+
+def write_timeline(stream: list[dict], start: float, path: Path) -> None:
+    """Every compute step as a CSV row: worker, task name, start and stop (s from the run's
+    start)."""
+    with path.open("w") as f:
+        f.write("worker,task,start,stop\n")
+        for task, name, step in sorted(compute_steps(stream), key=lambda t: t[2]["start"]):
+            f.write(f"{task['worker']},{name},{step['start'] - start:.3f},"
+                    f"{step['stop'] - start:.3f}\n")  # fmt: skip
 
 
 def report(stream: list[dict], start: float) -> None:
     """Compute seconds and span of each task name, and each worker's busy seconds."""
     names: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, float("inf"), 0.0])
     busy: dict[str, float] = collections.Counter()
-    for task in stream:
-        key = task["key"][0] if isinstance(task["key"], tuple) else task["key"]
-        name = re.sub(r"(-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|-[0-9a-f]{32}|-[0-9a-f]{8})$",
-                      "", str(key))  # fmt: skip
-        name = re.sub(r"fold\d+", "fold", re.sub(r"^cluster\d+", "cluster", name))
-        for step in task["startstops"]:
-            if step["action"] != "compute":
-                continue
-            row = names[name]
-            row[0] += 1
-            row[1] += step["stop"] - step["start"]
-            row[2] = min(row[2], step["start"] - start)
-            row[3] = max(row[3], step["stop"] - start)
-            busy[task["worker"]] += step["stop"] - step["start"]
+    for task, name, step in compute_steps(stream):
+        row = names[name]
+        row[0] += 1
+        row[1] += step["stop"] - step["start"]
+        row[2] = min(row[2], step["start"] - start)
+        row[3] = max(row[3], step["stop"] - start)
+        busy[task["worker"]] += step["stop"] - step["start"]
     print("| task | count | compute (s) | span (s) |")
     print("|---|---|---|---|")
     for name, (count, seconds, first, last) in sorted(names.items(), key=lambda kv: kv[1][2]):
