@@ -5,6 +5,7 @@ import logging
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import psutil
@@ -40,10 +41,20 @@ def single_alpha(medium_data):
 
 
 def busiest(cluster: ProcessCluster) -> subprocess.Popen:
-    """The live worker using the most CPU (the first live one where none is busy)."""
-    alive = [w for w in cluster.workers if w.poll() is None]
-    load = {w.pid: psutil.Process(w.pid).cpu_percent(0.5) for w in alive}
-    return max(alive, key=lambda w: load[w.pid])
+    """The worker the scheduler has given the most tasks now (it waits up to 30 s for
+    one to have any), as its process: a task it holds is lost with it, whatever the
+    cores' load."""
+    from distributed import Client
+
+    with Client(cluster.address, timeout=30) as client:
+        deadline = time.monotonic() + 30
+        processing = client.processing()
+        while not any(processing.values()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+            processing = client.processing()
+        address = max(processing, key=lambda a: len(processing[a]))
+        pid = client.run(os.getpid, workers=[address])[address]
+    return next(w for w in cluster.workers if w.pid == pid)
 
 
 def test_workers_killed_in_the_subproblems_and_the_retrain_change_nothing(
