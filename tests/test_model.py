@@ -134,9 +134,11 @@ def xgb_booster(model: bytes):
 
 
 def test_each_fold_model_gives_the_out_of_fold_probabilities_of_its_fold(snar):
-    """Oracle: the saved fold models are the ones that scored the run's held-out rows."""
+    """Oracle: the saved fold models are the ones that scored the run's held-out rows
+    (the scoring loaded them as UBJSON; the run keeps them as XGBoost JSON)."""
     est = PULSCAR(random_state=4, interval_resamples=0).fit(snar.X, snar.label)
     (component,) = est.model_.components
+    assert all(json.loads(model)["learner"] for model in component.models)
     ids = np.arange(snar.label.size)
     folds = assign_folds(ids, snar.label.astype(np.int8), 5, 4)
     for k, booster in enumerate(component.boosters()):

@@ -376,12 +376,27 @@ def fold_model(
     Returns
     -------
     bytes
-        The model as XGBoost JSON.
+        The model as XGBoost UBJSON (:func:`model_bytes`).
     """
     train = folds != fold if trainable is None else (folds != fold) & trainable
     y = np.asarray(labels, dtype=np.float32)[train]
     booster = _fit(X[train], y, params, n_rounds, feature_types)
-    return bytes(booster.save_raw(raw_format="json"))
+    return model_bytes(booster)
+
+
+def model_bytes(booster: xgb.Booster) -> bytes:
+    """A fold model as it travels between tasks: XGBoost's binary UBJSON, which loads
+    about ten times faster than its JSON (every task that scores a partition loads the
+    fold models again). What a run keeps, and a saved model holds, is the JSON
+    (:func:`json_model`)."""
+    return bytes(booster.save_raw(raw_format="ubj"))
+
+
+def json_model(model: bytes) -> bytes:
+    """The XGBoost JSON of a fold model in either of XGBoost's formats (JSON, UBJSON)."""
+    import xgboost as xgb
+
+    return bytes(xgb.Booster(model_file=bytearray(model)).save_raw(raw_format="json"))
 
 
 def fold_predictions(
@@ -438,7 +453,8 @@ def out_of_fold_probabilities(
         fold_model(X, labels, folds, fold, params, n_rounds, trainable, feature_types)
         for fold in range(n_folds)
     ]
-    return fold_predictions(models, X, folds, model_threads(params)), models
+    proba = fold_predictions(models, X, folds, model_threads(params))
+    return proba, [json_model(m) for m in models]
 
 
 def trained_gain(

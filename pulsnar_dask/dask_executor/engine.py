@@ -62,7 +62,13 @@ from pulsnar_dask.core.schema import (
     distinct_part,
     schema_from_categories,
 )
-from pulsnar_dask.core.scoring import booster_params, fold_model, fold_predictions
+from pulsnar_dask.core.scoring import (
+    booster_params,
+    fold_model,
+    fold_predictions,
+    json_model,
+    model_bytes,
+)
 from pulsnar_dask.core.subproblem import check_counts
 from pulsnar_dask.core.subtypes import importance_model_gain
 from pulsnar_dask.dask_executor.malloc import with_heap_blocks
@@ -780,11 +786,18 @@ class DaskExecutor:
             keys = summary.result()
             check_counts(keys.counts.get(1, 0), keys.counts.get(0, 0), r.config)
             rows = (s, puf.label, puf.id, held_keys)
+            # the prediction tasks load the fold models as UBJSON; the client keeps them
+            # as JSON (what a saved model holds), converted where they are
             if self.engine == "dask":
-                models = self._dask_models(r, rows)
-                fitted = share(self.client, models)  # sent once, not with every partition
+                fitted = self._dask_models(r, rows)
+                models = [json_model(m) for m in fitted]
+                fitted = share(self.client, fitted)  # sent once, not with every partition
             else:
-                models = fitted = self._task_models(r, rows, tail)
+                fitted = self._task_models(r, rows, tail)
+                models = [
+                    self.client.submit(json_model, m, key=f"{r.name}-json-{uuid.uuid4().hex[:8]}")
+                    for m in fitted
+                ]
             predicted = [
                 self.client.submit(
                     _predicted_piece,
@@ -990,7 +1003,7 @@ class DaskExecutor:
             booster = self._train(
                 train, list(request.features), params, config.n_rounds, self.schema
             )
-            models.append(bytes(booster.save_raw(raw_format="json")))
+            models.append(model_bytes(booster))
         return models
 
 
