@@ -94,8 +94,12 @@ def folds_from_hashes(
     labels = np.asarray(labels)
     folds = np.empty(hashes.size, dtype=np.int8)
     for value, ordered in sorted_hashes.items():
-        members = labels == value
-        folds[members] = np.searchsorted(ordered, hashes[members]) % n_folds
+        members = np.flatnonzero(labels == value)
+        keys = hashes[members]
+        # sorted, the keys are searched about twice as fast (each search's path through
+        # ``ordered`` is mostly in cache from the one before)
+        by_key = np.argsort(keys)
+        folds[members[by_key]] = np.searchsorted(ordered, keys[by_key]) % n_folds
     return folds if copies is None else copies.share_folds(row_ids, folds, n_folds, seed)
 
 

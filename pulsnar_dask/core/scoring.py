@@ -294,7 +294,10 @@ def sketch_rows(
     rows = np.random.default_rng(seed).choice(n_rows, SKETCH_ROWS, replace=False)
     found = [rows]
     for column, sampled in zip(X.T, X[rows].T, strict=True):
-        values = np.unique(sampled[~np.isnan(sampled)])
+        sampled = sampled[~np.isnan(sampled)]
+        if np.unique(sampled[: max_bin + 1]).size > max_bin:
+            continue  # more values than bins in the first few: no need to count them all
+        values = np.unique(sampled)
         if values.size > max_bin:
             continue
         missed = ~np.isin(column, values) & ~np.isnan(column)
@@ -417,14 +420,14 @@ def fold_predictions(
 
     proba = np.empty(len(folds), dtype=float)
     for fold, model in enumerate(models):
-        held_out = folds == fold
-        if held_out.any():
+        held_out = np.flatnonzero(folds == fold)  # positions: twice as fast a copy as a mask
+        if held_out.size:
             booster = xgb.Booster(model_file=bytearray(model))
             if n_threads is not None:
                 booster.set_param({"nthread": int(n_threads)})
             # in place: no DMatrix, and the columns go by position (a model trained on
             # xgboost.dask carries names); the model holds the categorical columns' types
-            proba[held_out] = booster.inplace_predict(X[held_out])
+            proba[held_out] = booster.inplace_predict(X.take(held_out, axis=0))
     return proba
 
 
