@@ -155,6 +155,13 @@ def test_run_with_a_feature_subset_on_an_external_scheduler(cluster, inputs, tmp
     dist = _run([*args, "--out", str(tmp_path / "dask"), "--engine", "dask"])
     assert dist["engine"] == "dask" and dist["n_unlabeled"] == task["n_unlabeled"]
     assert dist["alpha"] == pytest.approx(expected.alpha_, abs=0.05)
+    # the fold models travel as UBJSON; either engine saves them as XGBoost JSON
+    for engine in ("task", "dask"):
+        folder = tmp_path / engine / "model"
+        (component,) = json.loads((folder / "model.json").read_text())["components"]
+        assert len(component["models"]) == 5
+        for name in component["models"]:
+            assert json.loads((folder / name).read_text())["learner"]
 
 
 def test_the_dask_engine_reads_a_fused_subset(client, inputs):

@@ -3,6 +3,7 @@
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import time
@@ -41,20 +42,26 @@ def single_alpha(medium_data):
 
 
 def busiest(cluster: ProcessCluster) -> subprocess.Popen:
-    """The worker the scheduler has given the most tasks now (it waits up to 30 s for
-    one to have any), as its process: a task it holds is lost with it, whatever the
-    cores' load."""
+    """The worker the scheduler has given the most fold models now (it waits up to 30 s
+    for one to have any), as its process: a fold model takes seconds, so the worker still
+    holds it when it is killed, whatever the cores' load."""
     from distributed import Client
+
+    def folds(keys: list) -> int:
+        return sum(bool(re.search(r"-fold\d+-", str(key))) for key in keys)
 
     with Client(cluster.address, timeout=30) as client:
         deadline = time.monotonic() + 30
         processing = client.processing()
-        while not any(processing.values()) and time.monotonic() < deadline:
+        while not any(map(folds, processing.values())):
+            if time.monotonic() > deadline:
+                pytest.fail(f"no worker was given a fold model within 30 s: {processing}")
             time.sleep(0.02)
             processing = client.processing()
-        address = max(processing, key=lambda a: len(processing[a]))
+        address = max(processing, key=lambda a: folds(processing[a]))
         pid = client.run(os.getpid, workers=[address])[address]
-    return next(w for w in cluster.workers if w.pid == pid)
+    (worker,) = [w for w in cluster.workers if w.pid == pid]  # no nanny: the worker's own
+    return worker
 
 
 def test_workers_killed_in_the_subproblems_and_the_retrain_change_nothing(
