@@ -376,13 +376,23 @@ def cluster_failure(exc: Exception, client: Client, target: Any) -> PUError | No
         )
     cancelled = isinstance(exc, CancelledError) and "scheduler-connection-lost" in str(exc)
     connection = isinstance(exc, (CommClosedError, CancelledError, TimeoutError))
-    if cancelled or (connection and client.status != "running"):
+    if cancelled or (connection and not _still_running(client)):
         where = target if isinstance(target, str) else getattr(target, "scheduler_address", "")
         return PUError(
             f"lost the connection to the Dask scheduler at {where} while the job ran; "
             "nothing was written"
         )
     return None
+
+
+def _still_running(client: Client, patience: float = 5.0) -> bool:
+    """Whether the client still runs ``patience`` seconds (at most) after a connection
+    error: a call may see the scheduler's connection close before the client does
+    (which then stops running)."""
+    deadline = time.monotonic() + patience
+    while client.status == "running" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return client.status == "running"
 
 
 @contextlib.contextmanager
