@@ -61,13 +61,15 @@ setting named first) and reported beside the default's label.
     python jobs/benchmark_out_of_sample.py switch --setting LABEL TUNING RUNS ...
                                                   --default LABEL --name NAME
 
-``overlap`` chooses the overlap line (the implied AUC between labeled positives and
-unlabeled negatives below which a run warns that alpha may be high) leave-one-family-out
-from the defaults' fits, each run warned as though the line were at each of
-:data:`OVERLAP_LINES`, and reports it on seeds 5-9 beside the default, 0.8.
+``overlap`` and ``width`` choose a warning's line leave-one-family-out from the
+defaults' fits (:data:`WARNING_LINES`): the overlap line (the implied AUC between labeled
+positives and unlabeled negatives below which a run warns that alpha may be high), and
+the width line (the 95% interval's width past which a run warns that alpha is
+imprecise). Each run is warned as though the line were at each of the warning's lines,
+and the choice is reported on seeds 5-9 beside the default.
 
-    python jobs/benchmark_out_of_sample.py overlap --tuning RUNS.jsonl --runs RUNS.jsonl
-                                                   [--name overlap_line]
+    python jobs/benchmark_out_of_sample.py overlap|width --tuning RUNS.jsonl --runs RUNS.jsonl
+                                                         [--name overlap_line|width_line]
 
 Seeds 0-4 are for choosing settings, seeds 5-9 for the figures reported (DESIGN.md
 section 8); no screen may touch 5-9.
@@ -82,6 +84,7 @@ import logging
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -103,7 +106,7 @@ from pulsnar_dask.core.interval import INTERVAL_READERS, Z_95
 from pulsnar_dask.core.map_reduce import identity, in_memory
 from pulsnar_dask.core.subproblem import piece_overlaps, subproblem_claims
 from pulsnar_dask.estimators import CLUSTER_SETTINGS
-from pulsnar_dask.pipeline.result import OVERLAP_AUC
+from pulsnar_dask.pipeline.result import OVERLAP_AUC, WIDE_INTERVAL
 
 # family -> its group (the acceptance figures are per group) and the fractions it is built at
 FAMILIES: dict[str, tuple[str, tuple[float, ...]]] = {
@@ -317,8 +320,14 @@ GRID = {
 }
 # the warnings that say a run cannot know (the others note the data, not the reading)
 HONEST = ("hardly tells", "perfectly separated", "can go unseen")
-# what a commit's run warns as it ran: the overlap line, and auto's two readings apart
-AS_RAN_WARNINGS = (*HONEST, "overlap (implied AUC", "cannot tell SCAR from SNAR")
+# what a commit's run warns as it ran: the overlap line, auto's two readings apart, and
+# an interval too wide to act on
+AS_RAN_WARNINGS = (
+    *HONEST,
+    "overlap (implied AUC",
+    "cannot tell SCAR from SNAR",
+    "alpha is imprecise",
+)
 CONFIDENT_ERROR = 0.05  # an error past it, outside the interval, with no warning
 SMALL_ERROR = 0.02  # a warning on a run closer than this is a false alarm
 
@@ -892,79 +901,164 @@ def switch(settings: list[list[str]], default: str, name: str) -> None:
     _choose_for_both_uses(reads_of(0), reads_of(1), default, name, lines)
 
 
-# the overlap line (pulsnar_dask.pipeline.result.OVERLAP_AUC) read at each of these;
-# 0: no line
-OVERLAP_LINES = (0.0, 0.75, 0.8, 0.825, 0.85, 0.875, 0.9, 0.925, 0.95)
-OVERLAP_WARNING = "overlap (implied AUC"
+@dataclass(frozen=True)
+class WarningLine:
+    """A warning a run gives past a line on one of its figures, re-read from the recorded
+    fits as though the line were elsewhere.
+
+    Attributes
+    ----------
+    key : str
+        A fragment of the warning's text (one of :data:`AS_RAN_WARNINGS`).
+    default : float
+        The package's line.
+    lines : tuple of float
+        The lines screened, the one that warns least first (ties go to it): the first
+        warns no run.
+    what : str
+        What the line is, for the results' text.
+    statistic : str
+        The run's figure the line is drawn on, shown per family (its median).
+    figure : callable
+        A run's figure (NaN: not checked).
+    past : callable
+        Whether a figure is past a line.
+    """
+
+    key: str
+    default: float
+    lines: tuple[float, ...]
+    what: str
+    statistic: str
+    figure: Callable[[dict], float]
+    past: Callable[[float, float], bool]
+
+    def warns(self, run: dict, line: float) -> bool:
+        figure = self.figure(run)
+        return figure == figure and self.past(figure, line)  # NaN: not checked
 
 
-def read_overlap_line(run: dict, line: float) -> dict:
-    """One recorded fit as it ran, warned as though the overlap line were at ``line``:
-    where it logged another warning that says it cannot know, or where its
-    ``negative_auc`` is below ``line``."""
-    others = [w for w in run["warnings"] if OVERLAP_WARNING not in w]
-    warned = any(any(key in w for key in AS_RAN_WARNINGS) for w in others)
+def _negative_auc(run: dict) -> float:
     auc = run.get("negative_auc")
-    warned |= auc is not None and auc == auc and auc < line
+    return np.nan if auc is None else float(auc)
+
+
+# the warning lines the job screens: the overlap line (OVERLAP_AUC) and the width past
+# which an interval is too wide to act on (WIDE_INTERVAL)
+WARNING_LINES = {
+    "overlap": WarningLine(
+        key="overlap (implied AUC",
+        default=OVERLAP_AUC,
+        lines=(0.0, 0.75, 0.8, 0.825, 0.85, 0.875, 0.9, 0.925, 0.95),
+        what="the overlap line (the implied AUC between labeled positives and unlabeled "
+        "negatives below which a run warns)",
+        statistic="median implied AUC",
+        figure=_negative_auc,
+        past=lambda auc, line: auc < line,
+    ),
+    "width": WarningLine(
+        key="alpha is imprecise",
+        default=WIDE_INTERVAL,
+        lines=(np.inf, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2, 0.175, 0.15, 0.125, 0.1),
+        what="the width line (the width of the 95% interval past which a run warns that "
+        "alpha is imprecise)",
+        statistic="median width",
+        figure=lambda run: run["high"] - run["low"],
+        past=lambda width, line: width > line,
+    ),
+}
+
+
+def read_warning_line(run: dict, warning: WarningLine, line: float) -> dict:
+    """One recorded fit as it ran, warned as though ``warning``'s line were at ``line``:
+    where it logged another warning that says it cannot know, or where its figure is past
+    ``line``."""
+    others = [w for w in run["warnings"] if warning.key not in w]
+    warned = any(any(key in w for key in AS_RAN_WARNINGS) for w in others)
+    warned |= warning.warns(run, line)
     return _judged(run["method"], run["alpha"], run["low"], run["high"], run["true"], warned)
 
 
-def overlap_line(tuning_path: Path, report_path: Path, name: str) -> None:
-    """The overlap line chosen leave-one-family-out on seeds 0-4 of ``tuning_path`` and
+def _ran_at(runs: pd.DataFrame, warning: WarningLine) -> list[float]:
+    """The lines at which every run of a commit's fits is warned as it ran (a commit
+    before the warning: the first, no line).
+
+    Raises
+    ------
+    SystemExit
+        Where no line reads the runs as they ran.
+    """
+    as_ran = read_all_as_ran(runs).warned
+    matching = [
+        x
+        for x in warning.lines
+        if (
+            as_ran == _read_each(runs, lambda r, x=x: read_warning_line(r, warning, x)).warned
+        ).all()
+    ]
+    if not matching:
+        raise SystemExit(
+            f"no line of {warning.lines} reads {', '.join(runs.commit.unique())} as ran"
+        )
+    return matching
+
+
+def warning_line(command: str, tuning_path: Path, report_path: Path, name: str) -> None:
+    """A warning's line chosen leave-one-family-out on seeds 0-4 of ``tuning_path`` and
     reported on seeds 5-9 of ``report_path`` beside the default (both files: the
     defaults' fits of every family of both panels).
 
     Raises
     ------
     SystemExit
-        If a run read at the default line is not warned as it ran.
+        Where no line reads a file's runs as they ran.
     """
+    warning = WARNING_LINES[command]
     tuning = _records(tuning_path)
     tuning = tuning[tuning.seed.isin(TUNING_SEEDS)].reset_index(drop=True)
     reported = _records(report_path)
     reported = reported[reported.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
-    for runs in (tuning, reported):
-        same = (
-            read_all_as_ran(runs).warned
-            == _read_each(runs, lambda run: read_overlap_line(run, OVERLAP_AUC)).warned
-        )
-        if not same.all():
-            raise SystemExit(f"{(~same).sum()} runs read at {OVERLAP_AUC} differ from as ran")
+    ran_at = {
+        label: "/".join(f"{x:g}" for x in _ran_at(runs, warning))
+        for label, runs in (("tuning", tuning), ("reported", reported))
+    }
 
     def reads_of(runs: pd.DataFrame) -> dict[float, pd.DataFrame]:
         return {
-            x: _read_each(runs, lambda run, x=x: read_overlap_line(run, x)) for x in OVERLAP_LINES
+            x: _read_each(runs, lambda run, x=x: read_warning_line(run, warning, x))
+            for x in warning.lines
         }
 
     tuning_losses = pd.DataFrame({x: family_losses(r) for x, r in reads_of(tuning).items()})
     reported_reads = reads_of(reported)
     reported_losses = pd.DataFrame({x: family_losses(r) for x, r in reported_reads.items()})
-    best = tuning_losses.mean().idxmin()  # the first, the lowest line, on a tie
+    best = tuning_losses.mean().idxmin()  # the first listed, the one that warns least, on a tie
     lofo = {f: tuning_losses.drop(index=f).mean().idxmin() for f in tuning_losses.index}
     applied = pd.concat(
         [reported_reads[lofo[f]][reported_reads[best].set == f] for f in reported_losses.index]
     )
     applied_loss = np.mean([reported_losses.at[f, lofo[f]] for f in reported_losses.index])
     chosen = ", ".join(f"{x:g}: {n}" for x, n in pd.Series(lofo).value_counts().items())
-    settings = ", ".join(f"{x:g}" for x in OVERLAP_LINES)
-    command = (
-        f"python jobs/benchmark_out_of_sample.py overlap --tuning {tuning_path.name} "
+    settings = ", ".join(f"{x:g}" for x in warning.lines)
+    command_line = (
+        f"python jobs/benchmark_out_of_sample.py {command} --tuning {tuning_path.name} "
         f"--runs {report_path.name}"
     )
     lines = [
-        "# The overlap line chosen out of sample",
+        f"# The {command} line chosen out of sample",
         "",
-        f"`{command}`: fits of commit {', '.join(sorted(tuning.commit.unique()))} (tuning) "
-        f"and {', '.join(sorted(reported.commit.unique()))} (reported), every family of the "
-        "visible and the held-out panel, the defaults as they ran, each run warned as though "
-        "the overlap line (the implied AUC between labeled positives and unlabeled "
-        f"negatives below which a run warns) were at each of {settings} "
-        f"(0: no line). Chosen on seeds {', '.join(map(str, sorted(tuning.seed.unique())))} "
-        f"({len(tuning)} runs) by the job's loss, families alike, ties to the lower line; "
-        "the line applied to a family is the one best on the others (`lofo`); figures on "
-        f"seeds {', '.join(map(str, sorted(reported.seed.unique())))} ({len(reported)} runs), "
-        f"beside the default {OVERLAP_AUC:g} (`dflt`). Only the confident wrong runs and the "
-        "false alarms move with the line.",
+        f"`{command_line}`: fits of commit {', '.join(sorted(tuning.commit.unique()))} "
+        f"(tuning; as they ran, the line at {ran_at['tuning']}) and "
+        f"{', '.join(sorted(reported.commit.unique()))} (reported; the line at "
+        f"{ran_at['reported']}), every family of the visible and the held-out panel, the "
+        f"defaults as they ran, each run warned as though {warning.what} were at each of "
+        f"{settings} ({warning.lines[0]:g}: no line). Chosen on seeds "
+        f"{', '.join(map(str, sorted(tuning.seed.unique())))} ({len(tuning)} runs) by the "
+        "job's loss, families alike, ties to the line that warns least; the line applied to "
+        "a family is the one best on the others (`lofo`); figures on seeds "
+        f"{', '.join(map(str, sorted(reported.seed.unique())))} ({len(reported)} runs), "
+        f"beside the default {warning.default:g} (`dflt`). Only the confident wrong runs and "
+        "the false alarms move with the line.",
         "",
         f"Best on every family: {best:g}. Chosen with each family left out: {chosen}. "
         f"Reported seeds, leave-one-family-out: {applied_loss:.4f}.",
@@ -973,7 +1067,7 @@ def overlap_line(tuning_path: Path, report_path: Path, name: str) -> None:
         "confident wrong, reported | false alarms, reported |",
         "|---|---|---|---|---|---|",
     ]
-    for x in OVERLAP_LINES:
+    for x in warning.lines:
         reads = reported_reads[x]
         lines.append(
             f"| {x:g} | {tuning_losses[x].mean():.4f} | {reported_losses[x].mean():.4f} | "
@@ -981,25 +1075,27 @@ def overlap_line(tuning_path: Path, report_path: Path, name: str) -> None:
             f"{int(reads.false_alarm.sum())} |"
         )
     frame = figures(applied)
-    frame = frame.join(figures(reported_reads[OVERLAP_AUC]).add_suffix("_dflt"))
-    frame["negative_auc"] = reported.groupby("set").negative_auc.median()
+    frame = frame.join(figures(reported_reads[warning.default]).add_suffix("_dflt"))
+    frame["statistic"] = reported.apply(warning.figure, axis=1).groupby(reported.set).median()
     frame["chosen"] = [lofo[f] for f in frame.index]
     columns = [
-        ("runs", "d"), ("mae", ".4f"), ("coverage", ".0%"), ("confident_wrong", "d"),
+        ("runs", "d"), ("mae", ".4f"), ("coverage", ".0%"), ("unwarned_width", ".3f"),
+        ("unwarned_width_dflt", ".3f"), ("confident_wrong", "d"),
         ("confident_wrong_dflt", "d"), ("warned", ".0%"), ("warned_dflt", ".0%"),
         ("false_alarms", "d"), ("false_alarms_dflt", "d"),
     ]  # fmt: skip
     names = [
-        "runs", "MAE", "cover", "conf. wrong lofo", "conf. wrong dflt", "warned lofo",
-        "warned dflt", "false alarms lofo", "false alarms dflt",
+        "runs", "MAE", "cover", "unwarned width lofo", "unwarned width dflt",
+        "conf. wrong lofo", "conf. wrong dflt", "warned lofo", "warned dflt",
+        "false alarms lofo", "false alarms dflt",
     ]  # fmt: skip
     lines += [
         "",
-        *_markdown_table("group", _grouped(frame.drop(columns=["negative_auc", "chosen"])),
+        *_markdown_table("group", _grouped(frame.drop(columns=["statistic", "chosen"])),
                          columns, names),
         *_markdown_table("family", frame,
-                         [*columns, ("negative_auc", ".3f"), ("chosen", "g")],
-                         [*names, "median implied AUC", "lofo line"]),
+                         [*columns, ("statistic", ".3f"), ("chosen", "g")],
+                         [*names, warning.statistic, "lofo line"]),
     ]  # fmt: skip
     frame.to_csv(RESULTS / f"{name}.csv")
     write_result(RESULTS / f"{name}.md", "\n".join(lines))
@@ -1103,10 +1199,11 @@ def main() -> None:
     claiming.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
     claiming.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
     claiming.add_argument("--name", default="claim_overlap", help="results files' name")
-    lining = sub.add_parser("overlap", help="the overlap line chosen out of sample")
-    lining.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
-    lining.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
-    lining.add_argument("--name", default="overlap_line", help="results files' name")
+    for command, warning in WARNING_LINES.items():
+        lining = sub.add_parser(command, help=f"{warning.what.split(' (')[0]} chosen out of sample")
+        lining.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
+        lining.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
+        lining.add_argument("--name", default=f"{command}_line", help="results files' name")
     switching = sub.add_parser("switch", help="a rule judged from fits of each setting")
     switching.add_argument(
         "--setting",
@@ -1142,8 +1239,8 @@ def main() -> None:
         confirm(args.runs, args.held_out, args.as_ran, args.name)
     elif args.command == "claims":
         claims(args.tuning, args.runs, args.name)
-    elif args.command == "overlap":
-        overlap_line(args.tuning, args.runs, args.name)
+    elif args.command in WARNING_LINES:
+        warning_line(args.command, args.tuning, args.runs, args.name)
     elif args.command == "switch":
         labels = [label for label, _, _ in args.setting]
         if args.default not in labels:

@@ -23,6 +23,7 @@ from pulsnar_dask.core.score_counts import ScoreCounts
 from pulsnar_dask.pipeline.result import (
     OVERLAP_AUC,
     WEAK_PU_AUC,
+    WIDE_INTERVAL,
     JobResult,
     headline,
 )
@@ -256,6 +257,13 @@ def plain_reading(summary: dict[str, Any]) -> str:
         low, high = summary["alpha_interval"]
         text += f" (95% interval {round(low * n_u):,} to {round(high * n_u):,})"
     text += f": alpha = {summary['alpha']:.3f} of the unlabeled rows. "
+    if summary.get("alpha_imprecise"):
+        low, high = summary["alpha_interval"]
+        text += (
+            f"That interval is {high - low:.2f} wide, more than {WIDE_INTERVAL} of the "
+            "unlabeled rows: the data do not pin alpha down; act on the interval, not on the "
+            "point (the diagnostics below show which readings widen it). "
+        )
     subtypes = summary.get("subtypes")
     if subtypes:
         text += (

@@ -16,7 +16,7 @@ from helpers import free_port, run_cli, small_snar
 
 from pulsnar_dask.cli import late_imports
 from pulsnar_dask.errors import PUError
-from pulsnar_dask.pipeline.result import OVERLAP_AUC
+from pulsnar_dask.pipeline.result import OVERLAP_AUC, WIDE_INTERVAL
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +218,7 @@ def test_progress_goes_to_stderr_and_stdout_holds_only_the_summary(data, tmp_pat
     (line,) = proc.stdout.splitlines()
     summary = json.loads(line)
     assert "alpha_interval" not in summary and "interval" not in summary["stage_seconds"]
+    assert summary["alpha_imprecise"] is None  # no interval: not judged
     assert summary == json.loads((tmp_path / "out" / "summary.json").read_text())
     # stderr is no terminal here: the stages' lines, no progress bars
     assert "scoring: 1 cross-validated XGBoost run(s)" in proc.stderr
@@ -293,8 +294,16 @@ def test_headline_reads_the_summary():
     assert headline(summary).endswith(
         "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"
     )
+    # an interval too wide to act on: said where no other warning is (the others explain
+    # their width themselves)
+    summary["alpha_imprecise"] = True
+    assert "IMPRECISE" not in headline(summary)
     summary["method_evidence"]["subtypes_may_be_unseen"] = False
-    assert "MAY BE LOW" not in headline(summary)
+    assert headline(summary).endswith(
+        "(alpha 0.250-0.300); IMPRECISE: the interval is 0.05 wide, the data do not pin alpha down"
+    )
+    summary["alpha_imprecise"] = False
+    assert "MAY BE LOW" not in headline(summary) and "IMPRECISE" not in headline(summary)
     summary.update(alpha_may_be_high=True, negative_auc=0.745)
     high = (
         "; MAY BE HIGH: positives and negatives overlap (implied AUC 0.745 if labeled at "
@@ -1152,6 +1161,8 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     # the subtypes table of a PULSNAR run, every plot captioned
     low, high = summary["alpha_interval"]
     assert low <= summary["alpha"] <= high
+    assert summary["alpha_imprecise"] is (high - low > WIDE_INTERVAL)
+    assert ("do not pin alpha down; act on the interval" in report) is summary["alpha_imprecise"]
     n_u = summary["n_unlabeled"]
     assert f"95% interval {round(low * n_u):,}-{round(high * n_u):,}" in report
     assert f"(95% interval {round(low * n_u):,} to {round(high * n_u):,})" in report

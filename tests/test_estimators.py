@@ -6,7 +6,7 @@ from sklearn.base import clone
 from pulsnar_dask import PULSCAR, PULSNAR, estimate_alpha, make_pu_data
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.metrics import classification_metrics
-from pulsnar_dask.pipeline.result import OVERLAP_AUC
+from pulsnar_dask.pipeline.result import OVERLAP_AUC, WIDE_INTERVAL
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +42,22 @@ def test_overlapping_classes_warn_that_alpha_may_be_far_too_high(caplog):
     assert est.negative_auc_ < OVERLAP_AUC
     assert est.alpha_ > d.true_alpha + 0.05
     assert "labeled positives and unlabeled negatives overlap" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("n_pos", "n_unlab", "class_sep", "imprecise"),
+    [(300, 600, 0.5, True), (400, 2000, 1.0, False)],
+)
+def test_an_interval_too_wide_to_act_on_warns(n_pos, n_unlab, class_sep, imprecise, caplog):
+    # few, weakly separated rows: the reading's bootstrap spread makes the interval wider
+    # than the width line; five times the unlabeled rows, better separated: it does not
+    d = make_pu_data("scar", n_pos, n_unlab, 4, 0.3, class_sep=class_sep, random_state=0)
+    est = PULSCAR(random_state=0, n_jobs=2).fit(d.X, d.label)
+    width = est.alpha_interval_.high - est.alpha_interval_.low
+    assert (width > WIDE_INTERVAL) is imprecise
+    assert ("alpha is imprecise" in caplog.text) is imprecise
+    if imprecise:
+        assert f"95% interval is {width:.2f} wide" in caplog.text
 
 
 def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):

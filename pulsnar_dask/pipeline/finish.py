@@ -25,7 +25,7 @@ from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.executor import ScoreRequest
 from pulsnar_dask.pipeline.job import Job, Reading
 from pulsnar_dask.pipeline.method_choice import readings_differ
-from pulsnar_dask.pipeline.result import HeldRows
+from pulsnar_dask.pipeline.result import WIDE_INTERVAL, HeldRows, too_wide
 
 logger = logging.getLogger(__name__)
 
@@ -78,8 +78,10 @@ def read_alphas(job: Job, reading: Reading) -> Alphas:
 def interval_of(job: Job, reading: Reading, alphas: list[float]) -> AlphaInterval | None:
     """The 95% interval (:func:`~pulsnar_dask.core.interval.alpha_interval`) over the
     readings of both assumptions where auto scored the clusters beside PULSCAR (whose
-    readings :func:`~pulsnar_dask.pipeline.method_choice.readings_differ` then weighs);
-    None with ``interval_resamples=0``."""
+    readings :func:`~pulsnar_dask.pipeline.method_choice.readings_differ` then weighs),
+    with a warning where it is too wide to act on
+    (:func:`~pulsnar_dask.pipeline.result.too_wide`); None with
+    ``interval_resamples=0``."""
     config = job.config
     if not config.interval_resamples:
         return None
@@ -90,6 +92,16 @@ def interval_of(job: Job, reading: Reading, alphas: list[float]) -> AlphaInterva
     interval = alpha_interval(assumptions, config, job.seed, alphas, job.executor.map_reduce)
     if reading.alternative:
         readings_differ(interval, reading.evidence, config.alpha_estimator)
+    if too_wide(interval):
+        logger.warning(
+            "alpha is imprecise: its 95%% interval is %.2f wide (%.3f-%.3f), more than %g; "
+            "the data do not pin alpha down, so read the interval rather than the point "
+            "(the summary's interval_readings show which readings widen it)",
+            interval.high - interval.low,
+            interval.low,
+            interval.high,
+            WIDE_INTERVAL,
+        )
     job.mark("interval")
     return interval
 

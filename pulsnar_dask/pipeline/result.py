@@ -29,6 +29,10 @@ WEAK_PU_AUC = 0.6
 OVERLAP_AUC = 0.95
 # At or above it in every subproblem, the run warns that a feature may record the label.
 PERFECT_PU_AUC = 0.9999
+# Wider than this (a fraction of the unlabeled rows) the 95% interval is too wide to act
+# on, and the run warns that alpha is imprecise; chosen leave-one-family-out
+# (docs/decisions/2026-12-06-wide-interval-line.md).
+WIDE_INTERVAL = 0.15
 INTERVAL_METHOD = (
     "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
     "configured reader), under PULSCAR and PULSNAR's clusters where both were computed "
@@ -40,6 +44,11 @@ def overlaps(negative_auc: float | None) -> bool:
     """Whether an implied AUC between labeled positives and unlabeled negatives is below
     ``OVERLAP_AUC`` (``None``, not checked, is not)."""
     return negative_auc is not None and negative_auc < OVERLAP_AUC
+
+
+def too_wide(interval: AlphaInterval) -> bool:
+    """Whether a 95% interval of alpha is wider than ``WIDE_INTERVAL``."""
+    return interval.high - interval.low > WIDE_INTERVAL
 
 
 @dataclass
@@ -277,6 +286,12 @@ class JobResult:
         resemble positives, so it is an upper bound and may be far above the truth."""
         return overlaps(self.negative_auc)
 
+    @property
+    def alpha_imprecise(self) -> bool | None:
+        """Whether the 95% interval is wider than ``WIDE_INTERVAL``, too wide for the data
+        to pin alpha down (None: no interval)."""
+        return None if self.alpha_interval is None else too_wide(self.alpha_interval)
+
     def subtypes(self) -> list[dict[str, Any]]:
         """Per cluster of positives (PULSNAR): labeled positives, alpha, the hidden
         positives it means (``alpha x`` unlabeled rows) and the features that set it apart."""
@@ -313,6 +328,7 @@ class JobResult:
             "alpha_identified": self.alpha_identified,
             # null where no subproblem held every positive: not checked
             "alpha_may_be_high": None if self.negative_auc is None else self.alpha_may_be_high,
+            "alpha_imprecise": self.alpha_imprecise,  # null without an interval
             "settings": self.settings,
         }
         if self.clustering is not None:
@@ -360,8 +376,9 @@ def headline(summary: dict[str, Any]) -> str:
         iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
         identified, when a feature may record the label (perfect separation), when
         alpha may be far too high (positives and negatives overlap), when PULSCAR's and
-        the clusters' readings differ beyond their noise (SCAR or SNAR), or when alpha
-        may be read low (one cluster found on part of the features).
+        the clusters' readings differ beyond their noise (SCAR or SNAR), when alpha
+        may be read low (one cluster found on part of the features), or else when the
+        interval is too wide to act on (``alpha_imprecise``).
     """
     n_unlabeled = summary["n_unlabeled"]
     evidence = summary.get("method_evidence") or {}
@@ -413,4 +430,9 @@ def headline(summary: dict[str, Any]) -> str:
             )
     elif evidence.get("subtypes_may_be_unseen"):
         text += "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"
+    elif summary.get("alpha_imprecise"):  # .get: summaries written before it
+        low, high = summary["alpha_interval"]
+        text += (
+            f"; IMPRECISE: the interval is {high - low:.2f} wide, the data do not pin alpha down"
+        )
     return text
