@@ -209,3 +209,31 @@ def test_a_reader_of_the_rows_reads_them_in_one_order_whatever_the_partitions():
     whole = alpha_interval({"pulscar": [sub]}, config, seed=4)
     parted = alpha_interval({"pulscar": [sub]}, config, 4, (), in_parts)
     assert parted.readings == whole.readings
+
+
+@pytest.mark.parametrize(("n", "most"), [(31, 25), (31, 7), (10, 4), (31, 1), (2, 25), (1, 25)])
+def test_resamples_are_read_in_even_batches_at_least_two(n, most):
+    from pulsnar_dask.core.interval import even_batches
+
+    batches = even_batches(list(range(n)), most)
+    assert [i for b in batches for i in b] == list(range(n))  # every resample once, in order
+    sizes = [len(b) for b in batches]
+    assert max(sizes) <= most and max(sizes) - min(sizes) <= 1
+    assert len(batches) == max(min(2, n), -(-n // most))  # as few as fit, two where two can
+
+
+def test_the_batches_a_reading_is_cut_into_do_not_change_it(monkeypatch):
+    """Each resample is read from its own counts, whatever batch carries it."""
+    import pulsnar_dask.core.interval as interval
+
+    config = PUConfig(interval_resamples=8, claim_overlap=0.5)
+    p_a, p_unl = beta_mixture(0.3, 300, 1500, seed=9)
+    p_b = np.random.default_rng(9).beta(6, 2, 200)
+    groups = {
+        "pulsnar": [subproblem(p_a, p_unl, config), subproblem(p_b, p_unl, config, 300)],
+        "pulscar": [subproblem(np.r_[p_a, p_b], p_unl, config)],
+    }
+    batched = alpha_interval(groups, config, 3, (), in_parts)
+    monkeypatch.setattr(interval, "_BATCH", 1)
+    one_by_one = alpha_interval(groups, config, 3, (), in_parts)
+    assert batched == one_by_one

@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -253,6 +254,16 @@ def piece_unions(
     return out
 
 
+def even_batches(items: Sequence[Any], most: int) -> list[list[Any]]:
+    """``items`` in order, in as few batches of at most ``most`` as they fit, but at least
+    two where there are two items, their sizes differing by at most one: the executor
+    reads two batches at a time, each on a worker, and the slower of the two sets the
+    pace."""
+    n_batches = max(min(2, len(items)), -(-len(items) // most))
+    bounds = np.linspace(0, len(items), n_batches + 1).round().astype(int)
+    return [list(items[a:b]) for a, b in itertools.pairwise(bounds)]
+
+
 def _batch_readings(
     subproblems: Sequence[SubproblemResult],
     resamples: Sequence[int | None],
@@ -261,10 +272,10 @@ def _batch_readings(
 ) -> np.ndarray:
     """Alpha per (resample, assumption, reader): the subproblems' readings of each
     resample, combined as configured (NaN where a resample cannot be read)."""
-    size = max(1, min(_BATCH, _BATCH_COUNTS // (len(subproblems) * len(plan.forms))))
+    most = max(1, min(_BATCH, _BATCH_COUNTS // (len(subproblems) * len(plan.forms))))
     if any(map(reads_rows, plan.forms)):
-        size = 1  # a reading of the rows holds all of them: one resample at a time
-    batches = [list(resamples[i : i + size]) for i in range(0, len(resamples), size)]
+        most = 1  # a reading of the rows holds all of them: one resample at a time
+    batches = even_batches(resamples, most)
     pieces = [s.pieces for s in subproblems]
     read = map_reduce(
         piece_scores,
