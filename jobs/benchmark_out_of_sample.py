@@ -86,6 +86,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -969,6 +970,52 @@ WARNING_LINES = {
 }
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """A setting chosen leave-one-family-out on the tuning seeds, applied to the reported
+    ones.
+
+    Attributes
+    ----------
+    tuning_losses, reported_losses : DataFrame
+        :func:`family_losses`, a family a row, a setting a column.
+    best : Any
+        The setting best over every family (on a tie, the first listed).
+    lofo : dict
+        Family -> the setting best over the other families.
+    applied : DataFrame
+        The reported runs, each family's read with its ``lofo`` setting.
+    applied_loss : float
+        Their loss, families alike.
+    """
+
+    tuning_losses: pd.DataFrame
+    reported_losses: pd.DataFrame
+    best: Any
+    lofo: dict
+    applied: pd.DataFrame
+    applied_loss: float
+
+    @classmethod
+    def of(cls, tuning_reads: dict, reported_reads: dict) -> Chosen:
+        """From each setting's reads of the tuning and of the reported runs."""
+        settings = list(tuning_reads)
+        tuning = pd.DataFrame({i: family_losses(tuning_reads[x]) for i, x in enumerate(settings)})
+        reported = pd.DataFrame(
+            {i: family_losses(reported_reads[x]) for i, x in enumerate(settings)}
+        )
+        best = settings[tuning.mean().idxmin()]
+        lofo = {f: settings[tuning.drop(index=f).mean().idxmin()] for f in tuning.index}
+        families = reported.index
+        applied = pd.concat(
+            [reported_reads[lofo[f]][reported_reads[best].set == f] for f in families]
+        )
+        index = {x: i for i, x in enumerate(settings)}
+        applied_loss = float(np.mean([reported.at[f, index[lofo[f]]] for f in families]))
+        tuning.columns = reported.columns = settings
+        return cls(tuning, reported, best, lofo, applied, applied_loss)
+
+
 def read_warning_line(run: dict, warning: WarningLine, line: float) -> dict:
     """One recorded fit as it ran, warned as though ``warning``'s line were at ``line``:
     where it logged another warning that says it cannot know, or where its figure is past
@@ -1029,15 +1076,10 @@ def warning_line(command: str, tuning_path: Path, report_path: Path, name: str) 
             for x in warning.lines
         }
 
-    tuning_losses = pd.DataFrame({x: family_losses(r) for x, r in reads_of(tuning).items()})
     reported_reads = reads_of(reported)
-    reported_losses = pd.DataFrame({x: family_losses(r) for x, r in reported_reads.items()})
-    best = tuning_losses.mean().idxmin()  # the first listed, the one that warns least, on a tie
-    lofo = {f: tuning_losses.drop(index=f).mean().idxmin() for f in tuning_losses.index}
-    applied = pd.concat(
-        [reported_reads[lofo[f]][reported_reads[best].set == f] for f in reported_losses.index]
-    )
-    applied_loss = np.mean([reported_losses.at[f, lofo[f]] for f in reported_losses.index])
+    choice = Chosen.of(reads_of(tuning), reported_reads)
+    tuning_losses, reported_losses = choice.tuning_losses, choice.reported_losses
+    lofo = choice.lofo
     chosen = ", ".join(f"{x:g}: {n}" for x, n in pd.Series(lofo).value_counts().items())
     settings = ", ".join(f"{x:g}" for x in warning.lines)
     command_line = (
@@ -1060,8 +1102,8 @@ def warning_line(command: str, tuning_path: Path, report_path: Path, name: str) 
         f"beside the default {warning.default:g} (`dflt`). Only the confident wrong runs and "
         "the false alarms move with the line.",
         "",
-        f"Best on every family: {best:g}. Chosen with each family left out: {chosen}. "
-        f"Reported seeds, leave-one-family-out: {applied_loss:.4f}.",
+        f"Best on every family: {choice.best:g}. Chosen with each family left out: {chosen}. "
+        f"Reported seeds, leave-one-family-out: {choice.applied_loss:.4f}.",
         "",
         "| line | loss, tuning seeds | loss, reported seeds | warned, reported | "
         "confident wrong, reported | false alarms, reported |",
@@ -1074,7 +1116,7 @@ def warning_line(command: str, tuning_path: Path, report_path: Path, name: str) 
             f"{reads.warned.mean():.0%} | {int(reads.confident_wrong.sum())} | "
             f"{int(reads.false_alarm.sum())} |"
         )
-    frame = figures(applied)
+    frame = figures(choice.applied)
     frame = frame.join(figures(reported_reads[warning.default]).add_suffix("_dflt"))
     frame["statistic"] = reported.apply(warning.figure, axis=1).groupby(reported.set).median()
     frame["chosen"] = [lofo[f] for f in frame.index]
@@ -1097,6 +1139,117 @@ def warning_line(command: str, tuning_path: Path, report_path: Path, name: str) 
                          [*columns, ("statistic", ".3f"), ("chosen", "g")],
                          [*names, warning.statistic, "lofo line"]),
     ]  # fmt: skip
+    frame.to_csv(RESULTS / f"{name}.csv")
+    write_result(RESULTS / f"{name}.md", "\n".join(lines))
+    print("\n".join(lines))
+
+
+# the interval's low end read from 0 (``floor`` 0) or at a share of itself where a run's
+# implied AUC between labeled positives and unlabeled negatives is below ``line``
+FLOOR_LINES = (0.8, 0.85, 0.9, 0.925, 0.95)
+FLOORS = (0.5, 0.0)
+
+
+def _unfloored_low(run: dict) -> float:
+    """The interval's low end as the readings give it, before any floor: the lowest
+    reading less 1.96 of its bootstrap spreads (:func:`_span` over every reading)."""
+    return _span(run["readings"], ("pulscar", "pulsnar"), INTERVAL_READERS)[0]
+
+
+def read_floor(run: dict, line: float, floor: float) -> dict:
+    """One recorded fit, its interval's low end multiplied by ``floor`` where its implied
+    AUC is below ``line``; warned where it logged a warning of :data:`AS_RAN_WARNINGS` or
+    where the interval so read is wider than the package's width line."""
+    low = _unfloored_low(run)
+    auc = run.get("negative_auc")
+    if auc is not None and auc == auc and auc < line:
+        low *= floor
+    warned = any(any(key in w for key in AS_RAN_WARNINGS) for w in run["warnings"])
+    warned |= run["high"] - low > WIDE_INTERVAL
+    return _judged(run["method"], run["alpha"], low, run["high"], run["true"], warned)
+
+
+def floor_screen(tuning_path: Path, report_path: Path, name: str) -> None:
+    """The interval's low end where the classes overlap, chosen leave-one-family-out on
+    seeds 0-4 of ``tuning_path`` among no floor and each of :data:`FLOOR_LINES` x
+    :data:`FLOORS`, reported on seeds 5-9 of ``report_path`` beside no floor.
+
+    Raises
+    ------
+    SystemExit
+        Where a run's low end, read from its readings, is not the one it recorded (a
+        commit whose interval is not the span of its readings, or already floored).
+    """
+    tuning = _records(tuning_path)
+    tuning = tuning[tuning.seed.isin(TUNING_SEEDS)].reset_index(drop=True)
+    reported = _records(report_path)
+    reported = reported[reported.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
+    for runs in (tuning, reported):
+        lows = np.array([_unfloored_low(r) for r in runs.to_dict("records")])
+        if not np.allclose(lows, runs.low, atol=1e-9):
+            raise SystemExit("a run's low end is not the span of its readings")
+    settings = [(0.0, 1.0), *itertools.product(FLOOR_LINES, FLOORS)]
+
+    def label(setting: tuple[float, float]) -> str:
+        line, floor = setting
+        return "none" if line == 0 else f"below {line:g}: low x {floor:g}"
+
+    def reads_of(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        return {label(x): _read_each(runs, lambda run, x=x: read_floor(run, *x)) for x in settings}
+
+    reported_reads = reads_of(reported)
+    choice = Chosen.of(reads_of(tuning), reported_reads)
+    chosen = ", ".join(f"{x}: {n}" for x, n in pd.Series(choice.lofo).value_counts().items())
+    command = (
+        f"python jobs/benchmark_out_of_sample.py floor --tuning {tuning_path.name} "
+        f"--runs {report_path.name}"
+    )
+    lines = [
+        "# The interval's low end where the classes overlap, chosen out of sample",
+        "",
+        f"`{command}`: fits of commit {', '.join(sorted(tuning.commit.unique()))} (tuning) "
+        f"and {', '.join(sorted(reported.commit.unique()))} (reported), every family of the "
+        "visible and the held-out panel, the defaults as they ran, each run's interval read "
+        "with its low end (the lowest reading less 1.96 of its bootstrap spreads) multiplied "
+        "by a floor where the implied AUC between labeled positives and unlabeled negatives "
+        "is below a line, and warned where it logged a warning or where the interval so read "
+        f"is wider than {WIDE_INTERVAL:g}. Chosen on seeds "
+        f"{', '.join(map(str, sorted(tuning.seed.unique())))} ({len(tuning)} runs) by the "
+        "job's loss, families alike, ties to the setting listed first; the setting applied "
+        "to a family is the one best on the others (`lofo`); figures on seeds "
+        f"{', '.join(map(str, sorted(reported.seed.unique())))} ({len(reported)} runs), "
+        "beside no floor (`none`). No alpha moves.",
+        "",
+        f"Best on every family: {choice.best}. Chosen with each family left out: {chosen}. "
+        f"Reported seeds, leave-one-family-out: {choice.applied_loss:.4f}.",
+        "",
+        "| setting | loss, tuning seeds | loss, reported seeds | coverage, reported | "
+        "mean width, reported | confident wrong, reported |",
+        "|---|---|---|---|---|---|",
+    ]
+    for x in map(label, settings):
+        reads = reported_reads[x]
+        lines.append(
+            f"| {x} | {choice.tuning_losses[x].mean():.4f} | "
+            f"{choice.reported_losses[x].mean():.4f} | {reads.covered.mean():.0%} | "
+            f"{reads.width.mean():.3f} | {int(reads.confident_wrong.sum())} |"
+        )
+    frame = figures(choice.applied).join(figures(reported_reads["none"]).add_suffix("_none"))
+    frame["chosen"] = [choice.lofo[f] for f in frame.index]
+    columns = [
+        ("runs", "d"), ("mae", ".4f"), ("coverage", ".0%"), ("coverage_none", ".0%"),
+        ("width", ".3f"), ("width_none", ".3f"), ("unwarned_width", ".3f"),
+        ("confident_wrong", "d"), ("warned", ".0%"), ("false_alarms", "d"),
+    ]  # fmt: skip
+    names = [
+        "runs", "MAE", "cover lofo", "cover none", "width lofo", "width none",
+        "unwarned width", "conf. wrong", "warned", "false alarms",
+    ]  # fmt: skip
+    lines += [
+        "",
+        *_markdown_table("group", _grouped(frame.drop(columns=["chosen"])), columns, names),
+        *_markdown_table("family", frame, [*columns, ("chosen", "s")], [*names, "lofo"]),
+    ]
     frame.to_csv(RESULTS / f"{name}.csv")
     write_result(RESULTS / f"{name}.md", "\n".join(lines))
     print("\n".join(lines))
@@ -1204,6 +1357,10 @@ def main() -> None:
         lining.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
         lining.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
         lining.add_argument("--name", default=f"{command}_line", help="results files' name")
+    flooring = sub.add_parser("floor", help="the interval's low end where classes overlap")
+    flooring.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
+    flooring.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
+    flooring.add_argument("--name", default="overlap_floor", help="results files' name")
     switching = sub.add_parser("switch", help="a rule judged from fits of each setting")
     switching.add_argument(
         "--setting",
@@ -1239,6 +1396,8 @@ def main() -> None:
         confirm(args.runs, args.held_out, args.as_ran, args.name)
     elif args.command == "claims":
         claims(args.tuning, args.runs, args.name)
+    elif args.command == "floor":
+        floor_screen(args.tuning, args.runs, args.name)
     elif args.command in WARNING_LINES:
         warning_line(args.command, args.tuning, args.runs, args.name)
     elif args.command == "switch":

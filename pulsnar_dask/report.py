@@ -318,7 +318,8 @@ def plain_reading(summary: dict[str, Any]) -> str:
             f"negatives overlap (AUC between them at most about {summary['negative_auc']:.3f}, "
             f"below {OVERLAP_AUC}): every reading of alpha also counts the negatives that "
             "resemble positives, so alpha is an upper bound, and where many do it can be "
-            "several times the truth."
+            "several times the truth"
+            + ("; the interval therefore starts at 0." if "alpha_interval" in summary else ".")
         )
     if "perfect_separation" in summary:
         text += (

@@ -25,6 +25,7 @@ def test_pulscar_on_easy_scar_data_and_sklearn_conventions():
     assert est.n_clusters_ == 1 and est.oof_proba_.shape == (4800,)
     assert np.isfinite(est.oof_proba_).all()
     assert est.negative_auc_ > OVERLAP_AUC  # separated classes: no overlap warning
+    assert 0 < est.alpha_interval_.low < d.true_alpha < est.alpha_interval_.high
 
 
 def test_overlapping_classes_warn_that_alpha_may_be_far_too_high(caplog):
@@ -42,6 +43,8 @@ def test_overlapping_classes_warn_that_alpha_may_be_far_too_high(caplog):
     assert est.negative_auc_ < OVERLAP_AUC
     assert est.alpha_ > d.true_alpha + 0.05
     assert "labeled positives and unlabeled negatives overlap" in caplog.text
+    # every reading is an upper bound: the interval starts at 0 and holds the truth
+    assert est.alpha_interval_.low == 0.0 < d.true_alpha < est.alpha_interval_.high
 
 
 @pytest.mark.parametrize(

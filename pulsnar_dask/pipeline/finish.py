@@ -4,7 +4,7 @@ probabilities, the retrain on recovered labels (Algorithm 4) and the model they 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.executor import ScoreRequest
 from pulsnar_dask.pipeline.job import Job, Reading
 from pulsnar_dask.pipeline.method_choice import readings_differ
-from pulsnar_dask.pipeline.result import WIDE_INTERVAL, HeldRows, too_wide
+from pulsnar_dask.pipeline.result import WIDE_INTERVAL, HeldRows, overlaps, too_wide
 
 logger = logging.getLogger(__name__)
 
@@ -75,12 +75,16 @@ def read_alphas(job: Job, reading: Reading) -> Alphas:
     return Alphas(alphas, float(np.mean(alphas)), cluster_alphas, cluster_groups)
 
 
-def interval_of(job: Job, reading: Reading, alphas: list[float]) -> AlphaInterval | None:
+def interval_of(
+    job: Job, reading: Reading, alphas: list[float], negative_auc: float | None
+) -> AlphaInterval | None:
     """The 95% interval (:func:`~pulsnar_dask.core.interval.alpha_interval`) over the
     readings of both assumptions where auto scored the clusters beside PULSCAR (whose
-    readings :func:`~pulsnar_dask.pipeline.method_choice.readings_differ` then weighs),
-    with a warning where it is too wide to act on
-    (:func:`~pulsnar_dask.pipeline.result.too_wide`); None with
+    readings :func:`~pulsnar_dask.pipeline.method_choice.readings_differ` then weighs);
+    from 0 where labeled positives and unlabeled negatives overlap
+    (:func:`~pulsnar_dask.pipeline.result.overlaps` on ``negative_auc``), as every
+    reading is then an upper bound; with a warning where it is too wide to act on
+    (:func:`~pulsnar_dask.pipeline.result.too_wide`). None with
     ``interval_resamples=0``."""
     config = job.config
     if not config.interval_resamples:
@@ -92,6 +96,8 @@ def interval_of(job: Job, reading: Reading, alphas: list[float]) -> AlphaInterva
     interval = alpha_interval(assumptions, config, job.seed, alphas, job.executor.map_reduce)
     if reading.alternative:
         readings_differ(interval, reading.evidence, config.alpha_estimator)
+    if overlaps(negative_auc):
+        interval = replace(interval, low=0.0)
     if too_wide(interval):
         logger.warning(
             "alpha is imprecise: its 95%% interval is %.2f wide (%.3f-%.3f), more than %g; "

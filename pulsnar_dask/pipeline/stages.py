@@ -108,7 +108,7 @@ def run_pipeline(
     job.mark("scoring")
     checks = diagnose(reading)
     alphas = read_alphas(job, reading)
-    interval = interval_of(job, reading, alphas.alphas)
+    interval = interval_of(job, reading, alphas.alphas, checks.negative_auc)
     out = outputs_of(job, reading, alphas.cluster_alphas, calibrate_probabilities, classify)
     return _result(
         job, reading, method, calibrate_probabilities, classify, settings, checks, alphas,
