@@ -45,6 +45,7 @@ def test_overlapping_classes_warn_that_alpha_may_be_far_too_high(caplog):
     assert "labeled positives and unlabeled negatives overlap" in caplog.text
     # every reading is an upper bound: the interval starts at 0 and holds the truth
     assert est.alpha_interval_.low == 0.0 < d.true_alpha < est.alpha_interval_.high
+    assert "(it starts at 0, as the classes overlap)" in caplog.text
 
 
 @pytest.mark.parametrize(
@@ -61,6 +62,7 @@ def test_an_interval_too_wide_to_act_on_warns(n_pos, n_unlab, class_sep, impreci
     assert ("alpha is imprecise" in caplog.text) is imprecise
     if imprecise:
         assert f"95% interval is {width:.2f} wide" in caplog.text
+        assert "interval_readings show which readings widen it" in caplog.text
 
 
 def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):

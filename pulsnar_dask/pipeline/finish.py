@@ -96,17 +96,19 @@ def interval_of(
     interval = alpha_interval(assumptions, config, job.seed, alphas, job.executor.map_reduce)
     if reading.alternative:
         readings_differ(interval, reading.evidence, config.alpha_estimator)
+    why = "the summary's interval_readings show which readings widen it"
     if overlaps(negative_auc):
         interval = replace(interval, low=0.0)
+        why = "it starts at 0, as the classes overlap"
     if too_wide(interval):
         logger.warning(
             "alpha is imprecise: its 95%% interval is %.2f wide (%.3f-%.3f), more than %g; "
-            "the data do not pin alpha down, so read the interval rather than the point "
-            "(the summary's interval_readings show which readings widen it)",
+            "the data do not pin alpha down, so read the interval rather than the point (%s)",
             interval.high - interval.low,
             interval.low,
             interval.high,
             WIDE_INTERVAL,
+            why,
         )
     job.mark("interval")
     return interval
