@@ -71,6 +71,14 @@ and the choice is reported on seeds 5-9 beside the default.
     python jobs/benchmark_out_of_sample.py overlap|width --tuning RUNS.jsonl --runs RUNS.jsonl
                                                          [--name overlap_line|width_line]
 
+``floor`` chooses, leave-one-family-out from the same fits, how far below its readings the
+interval of a run whose classes overlap reaches: its low end kept, halved or taken to 0
+where the implied AUC is below each of :data:`FLOOR_LINES`, reported on seeds 5-9 beside
+no floor.
+
+    python jobs/benchmark_out_of_sample.py floor --tuning RUNS.jsonl --runs RUNS.jsonl
+                                                 [--name overlap_floor]
+
 Seeds 0-4 are for choosing settings, seeds 5-9 for the figures reported (DESIGN.md
 section 8); no screen may touch 5-9.
 """
@@ -1161,8 +1169,7 @@ def read_floor(run: dict, line: float, floor: float) -> dict:
     AUC is below ``line``; warned where it logged a warning of :data:`AS_RAN_WARNINGS` or
     where the interval so read is wider than the package's width line."""
     low = _unfloored_low(run)
-    auc = run.get("negative_auc")
-    if auc is not None and auc == auc and auc < line:
+    if _negative_auc(run) < line:  # NaN: not checked, never below
         low *= floor
     warned = any(any(key in w for key in AS_RAN_WARNINGS) for w in run["warnings"])
     warned |= run["high"] - low > WIDE_INTERVAL

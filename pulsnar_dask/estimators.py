@@ -80,7 +80,8 @@ class PULSCAR(BaseEstimator):
         One estimate per iteration.
     alpha_interval_ : AlphaInterval or None
         95% interval of alpha (``.low``, ``.high``) and the readings it spans
-        (:func:`pulsnar_dask.core.interval.alpha_interval`); None with
+        (:func:`pulsnar_dask.core.interval.alpha_interval`), from 0 where the classes
+        overlap (``negative_auc_`` below the overlap line); None with
         ``interval_resamples=0``.
     method_ : str
         ``"pulscar"`` (``method_evidence_`` is None).

@@ -259,10 +259,15 @@ def plain_reading(summary: dict[str, Any]) -> str:
     text += f": alpha = {summary['alpha']:.3f} of the unlabeled rows. "
     if summary.get("alpha_imprecise"):
         low, high = summary["alpha_interval"]
+        why = (
+            "it starts at 0, as the classes overlap"
+            if summary.get("alpha_may_be_high")
+            else "the diagnostics below show which readings widen it"
+        )
         text += (
-            f"That interval is {high - low:.2f} wide, more than {WIDE_INTERVAL} of the "
+            f"That interval is {high - low:.3f} wide, more than {WIDE_INTERVAL} of the "
             "unlabeled rows: the data do not pin alpha down; act on the interval, not on the "
-            "point (the diagnostics below show which readings widen it). "
+            f"point ({why}). "
         )
     subtypes = summary.get("subtypes")
     if subtypes:
@@ -319,7 +324,11 @@ def plain_reading(summary: dict[str, Any]) -> str:
             f"below {OVERLAP_AUC}): every reading of alpha also counts the negatives that "
             "resemble positives, so alpha is an upper bound, and where many do it can be "
             "several times the truth"
-            + ("; the interval therefore starts at 0." if "alpha_interval" in summary else ".")
+            + (
+                "; the interval therefore starts at 0."
+                if summary.get("alpha_interval", [None])[0] == 0
+                else "."
+            )
         )
     if "perfect_separation" in summary:
         text += (
@@ -399,8 +408,9 @@ def _diagnostics(summary: dict[str, Any]) -> str:
         rows.append(
             (
                 "95% interval of alpha",
-                f"{low:.3f} to {high:.3f}: the span of {spans} "
-                f"({html.escape(summary['interval_method'])})",
+                f"{low:.3f} to {high:.3f}: the span of {spans}"
+                + (", from 0 as the classes overlap" if summary.get("alpha_may_be_high") else "")
+                + f" ({html.escape(summary['interval_method'])})",
             )
         )
     if "alphas" in summary:

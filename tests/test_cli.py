@@ -296,13 +296,13 @@ def test_headline_reads_the_summary():
     )
     # an interval too wide to act on: said where no other warning is (the others explain
     # their width themselves)
-    summary["alpha_imprecise"] = True
+    summary.update(alpha_imprecise=True, alpha_interval=[0.1, 0.3])
     assert "IMPRECISE" not in headline(summary)
     summary["method_evidence"]["subtypes_may_be_unseen"] = False
     assert headline(summary).endswith(
-        "(alpha 0.250-0.300); IMPRECISE: the interval is 0.05 wide, the data do not pin alpha down"
+        "(alpha 0.100-0.300); IMPRECISE: the interval is 0.200 wide, the data do not pin alpha down"
     )
-    summary["alpha_imprecise"] = False
+    summary.update(alpha_imprecise=False, alpha_interval=[0.25, 0.3])
     assert "MAY BE LOW" not in headline(summary) and "IMPRECISE" not in headline(summary)
     summary.update(alpha_may_be_high=True, negative_auc=0.745)
     high = (

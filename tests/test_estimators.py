@@ -61,7 +61,7 @@ def test_an_interval_too_wide_to_act_on_warns(n_pos, n_unlab, class_sep, impreci
     assert (width > WIDE_INTERVAL) is imprecise
     assert ("alpha is imprecise" in caplog.text) is imprecise
     if imprecise:
-        assert f"95% interval is {width:.2f} wide" in caplog.text
+        assert f"95% interval is {width:.3f} wide" in caplog.text
         assert "interval_readings show which readings widen it" in caplog.text
 
 

@@ -211,15 +211,20 @@ def test_a_reader_of_the_rows_reads_them_in_one_order_whatever_the_partitions():
     assert parted.readings == whole.readings
 
 
-@pytest.mark.parametrize(("n", "most"), [(31, 25), (31, 7), (10, 4), (31, 1), (2, 25), (1, 25)])
-def test_resamples_are_read_in_even_batches_at_least_two(n, most):
+@pytest.mark.parametrize(
+    ("n", "most", "expected"),
+    [(31, 25, 2), (31, 12, 4), (31, 7, 6), (10, 4, 4), (31, 1, 31), (3, 1, 3), (2, 25, 2),
+     (1, 25, 1)],
+)  # fmt: skip
+def test_resamples_are_read_in_an_even_number_of_even_batches(n, most, expected):
     from pulsnar_dask.core.interval import even_batches
 
     batches = even_batches(list(range(n)), most)
     assert [i for b in batches for i in b] == list(range(n))  # every resample once, in order
     sizes = [len(b) for b in batches]
     assert max(sizes) <= most and max(sizes) - min(sizes) <= 1
-    assert len(batches) == max(min(2, n), -(-n // most))  # as few as fit, two where two can
+    # as few as fit, rounded up to an even count where the items allow it
+    assert len(batches) == expected
 
 
 def test_the_batches_a_reading_is_cut_into_do_not_change_it(monkeypatch):

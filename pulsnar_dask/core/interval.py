@@ -255,11 +255,13 @@ def piece_unions(
 
 
 def even_batches(items: Sequence[Any], most: int) -> list[list[Any]]:
-    """``items`` in order, in as few batches of at most ``most`` as they fit, but at least
-    two where there are two items, their sizes differing by at most one: the executor
-    reads two batches at a time, each on a worker, and the slower of the two sets the
-    pace."""
+    """``items`` in order, in as few batches of at most ``most`` as they fit, but an even
+    number of them where there are enough items, their sizes differing by at most one:
+    the executor reads two batches at a time, each on a worker, and the slower of the
+    two sets the pace (an odd last batch would be read alone)."""
     n_batches = max(min(2, len(items)), -(-len(items) // most))
+    if n_batches % 2 and n_batches < len(items):
+        n_batches += 1
     bounds = np.linspace(0, len(items), n_batches + 1).round().astype(int)
     return [list(items[a:b]) for a, b in itertools.pairwise(bounds)]
 

@@ -102,7 +102,7 @@ def interval_of(
         why = "it starts at 0, as the classes overlap"
     if too_wide(interval):
         logger.warning(
-            "alpha is imprecise: its 95%% interval is %.2f wide (%.3f-%.3f), more than %g; "
+            "alpha is imprecise: its 95%% interval is %.3f wide (%.3f-%.3f), more than %g; "
             "the data do not pin alpha down, so read the interval rather than the point (%s)",
             interval.high - interval.low,
             interval.low,

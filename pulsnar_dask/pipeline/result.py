@@ -36,7 +36,7 @@ WIDE_INTERVAL = 0.15
 INTERVAL_METHOD = (
     "bootstrap of the out-of-fold probabilities, kernel and tail readings (and the "
     "configured reader), under PULSCAR and PULSNAR's clusters where both were computed "
-    "(see interval_readings)"
+    "(see interval_readings); from 0 where the classes overlap (alpha_may_be_high)"
 )
 
 
@@ -433,6 +433,6 @@ def headline(summary: dict[str, Any]) -> str:
     elif summary.get("alpha_imprecise"):  # .get: summaries written before it
         low, high = summary["alpha_interval"]
         text += (
-            f"; IMPRECISE: the interval is {high - low:.2f} wide, the data do not pin alpha down"
+            f"; IMPRECISE: the interval is {high - low:.3f} wide, the data do not pin alpha down"
         )
     return text
