@@ -579,6 +579,13 @@ def _distributed_loggers() -> list[str]:
     ]
 
 
+def _stop_loggers() -> list[str]:
+    """The loggers a stopping signal silences: Dask's, and its event loop's errors in
+    callbacks (``tornado.application``: distributed's ``sync`` can schedule a callback
+    that fails when the interrupt lands before the call it cancels has started)."""
+    return [*_distributed_loggers(), "tornado.application"]
+
+
 def _names_a_cluster(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "scheduler", None) or getattr(args, "cluster_config", None))
 
@@ -600,16 +607,17 @@ _signalled: list[int] = []  # the stopping signals this command received
 
 
 def _terminate(signum: int, frame) -> None:
-    """SIGINT and SIGTERM: stop. Dask's own loggers go quiet first, so that the cluster's
-    shutdown (tasks cancelled under it) adds no tracebacks to the one line (no import
-    here: the signal may arrive in the middle of one).
+    """SIGINT and SIGTERM: stop. Dask's own loggers go quiet first
+    (:func:`_stop_loggers`), so that the cluster's shutdown (tasks cancelled under it)
+    adds no tracebacks to the one line (no import here: the signal may arrive in the
+    middle of one).
 
     The interrupt is raised wherever the main thread is; inside a callback whose errors
     Python only prints (one of distributed's garbage-collector callbacks, in a test run)
     it is lost, so the signal is also recorded, and the command stops at the next stage
     or before it commits any output (:func:`_stop_if_signalled`)."""
     _signalled.append(signum)
-    for name in _distributed_loggers():
+    for name in _stop_loggers():
         logging.getLogger(name).setLevel(logging.CRITICAL + 1)
     raise KeyboardInterrupt(f"signal {signum}")
 

@@ -296,7 +296,7 @@ def test_a_lost_interrupt_still_stops_before_any_output(medium, tmp_path, monkey
     from pulsnar_dask import cli
     from pulsnar_dask.outputs import RunOutput
 
-    levels = {name: logging.getLogger(name).level for name in cli._distributed_loggers()}
+    levels = {name: logging.getLogger(name).level for name in cli._stop_loggers()}
     write_summary = RunOutput.write_summary
 
     def signalled_while_writing(self, summary):
@@ -317,6 +317,29 @@ def test_a_lost_interrupt_still_stops_before_any_output(medium, tmp_path, monkey
     assert status == 130
     assert "interrupted: stopped, no summary written" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_stop_signal_quiets_the_event_loops_errors_in_callbacks(caplog):
+    """distributed's ``sync`` schedules a callback that cancels the call it waits on; an
+    interrupt that lands before that call has started makes the callback fail
+    (``NameError``), and the event loop logs its traceback. After a stopping signal,
+    that logger says nothing: the command's one line stays the only one."""
+    import contextlib
+    import logging
+
+    from pulsnar_dask import cli
+
+    levels = {name: logging.getLogger(name).level for name in cli._stop_loggers()}
+    try:
+        logging.getLogger("tornado.application").error("before the signal")
+        with contextlib.suppress(KeyboardInterrupt):
+            cli._terminate(signal.SIGINT, None)
+        logging.getLogger("tornado.application").error("Exception in callback")
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+        cli._signalled.clear()
+    assert "before the signal" in caplog.text and "Exception in callback" not in caplog.text
 
 
 def test_an_interrupt_lost_in_a_finalizer_prints_no_traceback(capsys, monkeypatch):
