@@ -478,6 +478,17 @@ def _records(path: Path) -> pd.DataFrame:
     return pd.DataFrame([r for r in runs if "error" not in r])
 
 
+def _tuning_and_reported(tuning_path: Path, report_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tuning seeds' fits of ``tuning_path`` and the reported seeds' of
+    ``report_path``, each indexed from 0."""
+    tuning = _records(tuning_path)
+    reported = _records(report_path)
+    return (
+        tuning[tuning.seed.isin(TUNING_SEEDS)].reset_index(drop=True),
+        reported[reported.seed.isin(REPORTED_SEEDS)].reset_index(drop=True),
+    )
+
+
 def _setting_text(setting: dict) -> str:
     return (
         f"mix_z {setting['mix_z']:g}, band {setting['band']:g} (alpha: "
@@ -832,10 +843,7 @@ def claims(tuning_path: Path, report_path: Path, name: str) -> None:
     setting for both uses of the clusters' reading (:data:`USES`, their losses summed),
     and reported for each use on seeds 5-9 of ``report_path`` beside the default (both
     files: ``fit --claim-overlaps``, every family of both panels)."""
-    tuning = _records(tuning_path)
-    tuning = tuning[tuning.seed.isin(TUNING_SEEDS)].reset_index(drop=True)
-    reported = _records(report_path)
-    reported = reported[reported.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
+    tuning, reported = _tuning_and_reported(tuning_path, report_path)
     command = (
         f"python jobs/benchmark_out_of_sample.py claims --tuning {tuning_path.name} "
         f"--runs {report_path.name}"
@@ -1069,10 +1077,7 @@ def warning_line(command: str, tuning_path: Path, report_path: Path, name: str) 
         Where no line reads a file's runs as they ran.
     """
     warning = WARNING_LINES[command]
-    tuning = _records(tuning_path)
-    tuning = tuning[tuning.seed.isin(TUNING_SEEDS)].reset_index(drop=True)
-    reported = _records(report_path)
-    reported = reported[reported.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
+    tuning, reported = _tuning_and_reported(tuning_path, report_path)
     ran_at = {
         label: "/".join(f"{x:g}" for x in _ran_at(runs, warning))
         for label, runs in (("tuning", tuning), ("reported", reported))
@@ -1187,10 +1192,7 @@ def floor_screen(tuning_path: Path, report_path: Path, name: str) -> None:
         Where a run's low end, read from its readings, is not the one it recorded (a
         commit whose interval is not the span of its readings, or already floored).
     """
-    tuning = _records(tuning_path)
-    tuning = tuning[tuning.seed.isin(TUNING_SEEDS)].reset_index(drop=True)
-    reported = _records(report_path)
-    reported = reported[reported.seed.isin(REPORTED_SEEDS)].reset_index(drop=True)
+    tuning, reported = _tuning_and_reported(tuning_path, report_path)
     for runs in (tuning, reported):
         lows = np.array([_unfloored_low(r) for r in runs.to_dict("records")])
         if not np.allclose(lows, runs.low, atol=1e-9):

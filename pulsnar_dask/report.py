@@ -246,6 +246,12 @@ def _separation(auc: float) -> str:
     return "hardly"
 
 
+def _starts_at_0(summary: dict[str, Any]) -> bool:
+    """Whether the run's interval was taken to 0 because the classes overlap (a summary
+    written before that rule has the overlap flag without it)."""
+    return bool(summary.get("alpha_may_be_high")) and summary.get("alpha_interval", [None])[0] == 0
+
+
 def plain_reading(summary: dict[str, Any]) -> str:
     """One paragraph, in plain words, of what the run found (from the summary alone)."""
     n_u, hidden = summary["n_unlabeled"], summary["hidden_positives"]
@@ -261,7 +267,7 @@ def plain_reading(summary: dict[str, Any]) -> str:
         low, high = summary["alpha_interval"]
         why = (
             "it starts at 0, as the classes overlap"
-            if summary.get("alpha_may_be_high")
+            if _starts_at_0(summary)
             else "the diagnostics below show which readings widen it"
         )
         text += (
@@ -324,11 +330,7 @@ def plain_reading(summary: dict[str, Any]) -> str:
             f"below {OVERLAP_AUC}): every reading of alpha also counts the negatives that "
             "resemble positives, so alpha is an upper bound, and where many do it can be "
             "several times the truth"
-            + (
-                "; the interval therefore starts at 0."
-                if summary.get("alpha_interval", [None])[0] == 0
-                else "."
-            )
+            + ("; the interval therefore starts at 0." if _starts_at_0(summary) else ".")
         )
     if "perfect_separation" in summary:
         text += (
@@ -409,7 +411,7 @@ def _diagnostics(summary: dict[str, Any]) -> str:
             (
                 "95% interval of alpha",
                 f"{low:.3f} to {high:.3f}: the span of {spans}"
-                + (", from 0 as the classes overlap" if summary.get("alpha_may_be_high") else "")
+                + (", from 0 as the classes overlap" if _starts_at_0(summary) else "")
                 + f" ({html.escape(summary['interval_method'])})",
             )
         )

@@ -132,6 +132,16 @@ def test_the_report_says_when_one_cluster_rests_on_part_of_the_features():
         f"unlabeled negatives overlap (AUC between them at most about 0.745, below {OVERLAP_AUC})"
         in plain_reading(summary)
     )
+    # the interval taken to 0 as the classes overlap: said, and named as why it is wide
+    summary.update(alpha_interval=[0.0, 0.3], alpha_imprecise=True)
+    text = plain_reading(summary)
+    assert "several times the truth; the interval therefore starts at 0." in text
+    assert "act on the interval, not on the point (it starts at 0, as the classes overlap)" in text
+    # a summary written before the floor: the overlap flag, an interval above 0
+    summary["alpha_interval"] = [0.1, 0.3]
+    text = plain_reading(summary)
+    assert "several times the truth." in text and "starts at 0" not in text
+    assert "(the diagnostics below show which readings widen it)" in text
 
 
 def test_the_report_says_what_the_clusters_read_and_whether_it_differs():
