@@ -23,9 +23,8 @@ def _agreement(sizes, seed):
         assert abs(fast.alpha - exact.alpha) <= 0.002, (n, fast.alpha, exact.alpha)
 
 
-def test_fast_and_exact_alpha_agree_on_20_mixtures_up_to_300k():
-    sizes = np.r_[np.geomspace(1e3, 1e5, 19), 3e5]
-    _agreement(sizes, seed=11)
+def test_fast_and_exact_alpha_agree_on_20_mixtures_up_to_100k():
+    _agreement(np.geomspace(1e3, 1e5, 20), seed=11)  # to 1e6 in the slow run
 
 
 @pytest.mark.slow

@@ -2,7 +2,8 @@
 the end on real worker processes whose nannies enforce a memory limit, and no stage
 gathers the table onto one worker (that worker would pass its limit and be restarted).
 
-About 2 minutes on two cores: four 1 GiB workers hold 1.1 GB of features between them.
+About 1-2 minutes on two cores (``make test-slow``): four 1 GiB workers hold 1.1 GB of
+features between them.
 Two quick checks (``tracemalloc``) keep the largest temporaries out: the float32 check
 copies no partition, and the importance model no rows already in id order.
 """
@@ -34,6 +35,7 @@ def cluster(tmp_path_factory):
         yield c
 
 
+@pytest.mark.slow
 def test_pulsnar_with_calibration_and_retrain_on_a_table_larger_than_any_worker(cluster):
     with Client(cluster.address) as client:
         workers = client.scheduler_info()["workers"]

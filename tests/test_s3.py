@@ -239,6 +239,7 @@ def test_a_publish_refused_midway_puts_the_older_run_back(s3_env, s3_endpoint, t
     assert object_hashes(s3_env, "runs/rollback") == before
 
 
+@pytest.mark.slow  # s3fs's own retries, with backoff, on every failing call
 def test_a_store_going_down_while_the_outputs_are_written_ends_in_one_line(
     s3_env, s3_endpoint, tmp_path, capfd
 ):
