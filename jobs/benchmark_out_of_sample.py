@@ -716,7 +716,9 @@ def read_claims(run: dict, use: str, overlap: str) -> dict:
     too and a warning where the two kernel readings differ beyond their noise;
     ``pulsnar``, the clusters' alpha and interval). A run of one cluster is PULSCAR's. The
     warnings are the run's as auto logged them: the overlap line's, which reads PULSCAR's
-    subproblem, counts for both uses.
+    subproblem, counts for both uses. The interval and the warnings then follow the
+    package's rules for every method: from 0 below the overlap line, and warned where
+    wider than the width line.
 
     Raises
     ------
@@ -741,6 +743,9 @@ def read_claims(run: dict, use: str, overlap: str) -> dict:
         (a, sd_a), (b, sd_b) = kernel["pulscar"], kernel["pulsnar"]
         warned |= abs(a - b) > Z_95 * float(np.hypot(sd_a, sd_b))  # readings_differ
     low, high = _span(readings, spans, INTERVAL_READERS)
+    if _negative_auc(run) < OVERLAP_AUC:
+        low = 0.0
+    warned |= high - low > WIDE_INTERVAL
     return _judged(use, kernel[spans[0]][0], low, high, run["true"], warned)
 
 
