@@ -148,6 +148,7 @@ def run_until_a_worker_joins(data, tmp_path, n_workers, until) -> tuple[str, dic
     return text, json.loads(out.strip().splitlines()[-1]), cluster.address
 
 
+@pytest.mark.slow
 def test_a_cluster_left_with_no_worker_waits_for_one_and_goes_on(small, small_alpha, tmp_path):
     """The only worker SIGKILLed while the subproblems are scored: the run says that it
     waits for a worker, goes on once one joins, and reads what one process reads."""
@@ -163,6 +164,7 @@ def test_a_cluster_left_with_no_worker_waits_for_one_and_goes_on(small, small_al
     assert summary["alpha"] == pytest.approx(small_alpha, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_a_cluster_with_no_worker_yet_is_waited_for(small, small_alpha, tmp_path):
     """A scheduler with no worker when the run connects (a batch system's workers still
     queued): the run says that it waits, and goes on once one joins."""
@@ -191,6 +193,7 @@ def run_killed_at_scoring(medium, tmp_path, kill, n_workers=2) -> tuple[int, str
     return proc.returncode, log.read_text(), out
 
 
+@pytest.mark.slow
 def test_a_lost_scheduler_ends_in_one_line_and_leaves_nothing(medium, tmp_path):
     address = []
 
@@ -208,6 +211,7 @@ def test_a_lost_scheduler_ends_in_one_line_and_leaves_nothing(medium, tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_task_whose_every_worker_dies_ends_in_one_line(medium, tmp_path, monkeypatch):
     """With no retry allowed (``allowed-failures`` 0 on the scheduler), the task a killed
     worker was running fails for good: one line naming it, and no output."""
@@ -222,6 +226,7 @@ def test_a_task_whose_every_worker_dies_ends_in_one_line(medium, tmp_path, monke
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_no_workers_timeout_on_the_scheduler_ends_the_run_in_one_line(
     medium, tmp_path, monkeypatch
 ):

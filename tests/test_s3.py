@@ -176,6 +176,7 @@ def _through(proxy, retries: int | None = None) -> str:
     return json.dumps(options)
 
 
+@pytest.mark.slow  # a proxy failing requests: retries with backoff
 def test_a_store_failing_some_requests_is_retried_to_the_same_answer(
     s3_env, s3_endpoint, tmp_path, capsys
 ):
@@ -207,6 +208,7 @@ def test_a_store_failing_some_requests_is_retried_to_the_same_answer(
     pd.testing.assert_frame_equal(rows[0], rows[1])
 
 
+@pytest.mark.slow  # a proxy failing requests: retries with backoff
 def test_a_publish_refused_midway_puts_the_older_run_back(s3_env, s3_endpoint, tmp_path, capsys):
     """``run --overwrite`` over a finished run, the new report's move into place refused
     as often as s3fs tries it (the older run already set aside, four of the new run's
@@ -239,7 +241,7 @@ def test_a_publish_refused_midway_puts_the_older_run_back(s3_env, s3_endpoint, t
     assert object_hashes(s3_env, "runs/rollback") == before
 
 
-@pytest.mark.slow  # s3fs's own retries, with backoff, on every failing call
+@pytest.mark.slow  # a proxy failing requests: retries with backoff
 def test_a_store_going_down_while_the_outputs_are_written_ends_in_one_line(
     s3_env, s3_endpoint, tmp_path, capfd
 ):
