@@ -37,31 +37,8 @@ def medium(tmp_path_factory, medium_data):
 def single_alpha(medium_data):
     """PULSNAR's alpha of ``medium`` with seed 1, in one process: what every run on a
     cluster reads."""
-    return _one_process_alpha(medium_data)
-
-
-@pytest.fixture(scope="module")
-def small_data():
-    return make_pu_data("snar", 1000, 8000, 10, 0.3, class_sep=1.0, random_state=6)
-
-
-@pytest.fixture(scope="module")
-def small(tmp_path_factory, small_data):
-    """SNAR data for a run of a few seconds on one worker."""
-    path = tmp_path_factory.mktemp("small") / "snar.parquet"
-    write_pu_parquet(small_data.split(3), path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def small_alpha(small_data):
-    """PULSNAR's alpha of ``small`` with seed 1, in one process."""
-    return _one_process_alpha(small_data)
-
-
-def _one_process_alpha(data) -> float:
     est = PULSNAR(random_state=1, n_jobs=1, method="pulsnar")
-    return est.fit(data.X, data.label).alpha_
+    return est.fit(medium_data.X, medium_data.label).alpha_
 
 
 def busiest(cluster: ProcessCluster) -> subprocess.Popen:
@@ -127,15 +104,14 @@ def test_workers_killed_in_the_subproblems_and_the_retrain_change_nothing(
     assert undisturbed["alpha"] == pytest.approx(single_alpha, abs=1e-12)
 
 
-def run_until_a_worker_joins(data, tmp_path, n_workers, until) -> tuple[str, dict, str]:
-    """A PULSNAR run (seed 1) of ``data`` on an external cluster of ``n_workers``,
-    ``until(cluster, log)`` called once it has started and a worker added after it: the
-    run's log, its summary and the scheduler's address, once it has completed
-    (asserted)."""
+def run_until_a_worker_joins(medium, tmp_path, n_workers, until) -> tuple[str, dict, str]:
+    """A PULSNAR run (seed 1) on an external cluster of ``n_workers``, ``until(cluster,
+    log)`` called once it has started and a worker added after it: the run's log, its
+    summary and the scheduler's address, once it has completed (asserted)."""
     with ProcessCluster(tmp_path, n_workers=n_workers) as cluster:
         log = tmp_path / "run.log"
         proc = start_cli(
-            ["run", "--input", str(data), "--method", "pulsnar", "--seed", "1",
+            ["run", "--input", str(medium), "--method", "pulsnar", "--seed", "1",
              "--out", str(tmp_path / "out"), "--scheduler", cluster.address],
             log,
         )  # fmt: skip
@@ -149,7 +125,7 @@ def run_until_a_worker_joins(data, tmp_path, n_workers, until) -> tuple[str, dic
 
 
 @pytest.mark.slow
-def test_a_cluster_left_with_no_worker_waits_for_one_and_goes_on(small, small_alpha, tmp_path):
+def test_a_cluster_left_with_no_worker_waits_for_one_and_goes_on(medium, single_alpha, tmp_path):
     """The only worker SIGKILLed while the subproblems are scored: the run says that it
     waits for a worker, goes on once one joins, and reads what one process reads."""
 
@@ -158,22 +134,22 @@ def test_a_cluster_left_with_no_worker_waits_for_one_and_goes_on(small, small_al
         cluster.workers[0].send_signal(signal.SIGKILL)
         wait_for_text(log, "no worker left on the cluster")
 
-    text, summary, address = run_until_a_worker_joins(small, tmp_path, 1, kill_the_only_worker)
+    text, summary, address = run_until_a_worker_joins(medium, tmp_path, 1, kill_the_only_worker)
     assert f"no worker left on the cluster at {address}: the run waits" in text
     assert "Traceback" not in text
-    assert summary["alpha"] == pytest.approx(small_alpha, abs=1e-12)
+    assert summary["alpha"] == pytest.approx(single_alpha, abs=1e-12)
 
 
 @pytest.mark.slow
-def test_a_cluster_with_no_worker_yet_is_waited_for(small, small_alpha, tmp_path):
+def test_a_cluster_with_no_worker_yet_is_waited_for(medium, single_alpha, tmp_path):
     """A scheduler with no worker when the run connects (a batch system's workers still
     queued): the run says that it waits, and goes on once one joins."""
 
     def told_it_waits(cluster: ProcessCluster, log: Path) -> None:
         wait_for_text(log, f"no worker on the cluster at {cluster.address} yet")
 
-    _, summary, _ = run_until_a_worker_joins(small, tmp_path, 0, told_it_waits)
-    assert summary["alpha"] == pytest.approx(small_alpha, abs=1e-12)
+    _, summary, _ = run_until_a_worker_joins(medium, tmp_path, 0, told_it_waits)
+    assert summary["alpha"] == pytest.approx(single_alpha, abs=1e-12)
 
 
 def run_killed_at_scoring(medium, tmp_path, kill, n_workers=2) -> tuple[int, str, Path]:
