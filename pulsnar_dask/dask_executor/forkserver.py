@@ -18,6 +18,7 @@ environment of the moment.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import multiprocessing
 import multiprocessing.forkserver
 import os
@@ -25,6 +26,7 @@ import sys
 from collections.abc import Iterator, Mapping
 
 PRELOAD = "pulsnar_dask.dask_executor.preload"
+PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
 
 
 def start_fork_server() -> bool:
@@ -50,16 +52,37 @@ def pre_spawn_environ() -> dict[str, str]:
     """Return the variables Dask's nanny sets before it spawns a worker process.
 
     ``distributed.nanny.pre-spawn-environ`` (variables already set win), and the hash
-    seed the nanny fixes so that every worker hashes alike.
+    seed the nanny fixes so that every worker hashes alike. Distributed's defaults are
+    read from its own ``distributed.yaml`` rather than by importing it (0.3-0.4 s that
+    would delay the server's start), with Dask's configuration over them as distributed
+    puts it.
     """
-    import dask
-    import distributed  # noqa: F401 - puts distributed's defaults into dask's config
+    import dask.config
 
-    config = dask.config.get("distributed.nanny.pre-spawn-environ")
+    config = {**_distributed_defaults(), **(dask.config.get(PRE_SPAWN, default=None) or {})}
     env = {k: os.environ.get(k, str(v)) for k, v in config.items() if v is not None}
     if env.get("PYTHONHASHSEED") in (None, "0"):
         env["PYTHONHASHSEED"] = "6640"  # distributed.nanny's choice, dask/distributed#8400
     return env
+
+
+def _distributed_defaults() -> dict:
+    """``distributed.nanny.pre-spawn-environ`` as distributed's ``distributed.yaml`` sets it
+    (where that file is not found: as its imported defaults set it)."""
+    spec = importlib.util.find_spec("distributed")
+    locations = (spec and spec.submodule_search_locations) or []
+    for location in locations:
+        path = os.path.join(location, "distributed.yaml")
+        if os.path.isfile(path):
+            import yaml
+
+            with open(path) as f:
+                defaults = yaml.safe_load(f)
+            return defaults["distributed"]["nanny"]["pre-spawn-environ"] or {}
+    import dask.config
+    import distributed  # noqa: F401 - puts distributed's defaults into dask's config
+
+    return dask.config.get(PRE_SPAWN)
 
 
 @contextlib.contextmanager

@@ -22,14 +22,37 @@ stay the only long one.
 import gc
 import logging
 import signal
+import sys
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # first: the imports below take seconds
 # No collections while importing: they would walk the new modules' objects again and
 # again (0.15-0.25 s of the 1.3-1.5 s these imports take); the workers wait for them.
 gc.disable()
+
+
+def _import_xgboost_without_sklearn() -> None:
+    """Import XGBoost with scikit-learn hidden, unless scikit-learn is imported already.
+
+    XGBoost imports scikit-learn, where installed, for the base classes of its estimators,
+    and scikit-learn imports scipy.stats: about 1 s of the server's start, for classes the
+    workers do not use (they train with ``xgboost.train``). With scikit-learn hidden,
+    XGBoost takes the path it has for installations without it; scikit-learn imports as
+    usual afterwards (the mixtures import it on their first fit).
+    """
+    hidden = "sklearn" not in sys.modules
+    if hidden:
+        sys.modules["sklearn"] = None  # type: ignore[assignment] - None: "import sklearn" fails
+    try:
+        import xgboost  # noqa: F401
+    finally:
+        if hidden:
+            del sys.modules["sklearn"]
+
+
 try:
     import distributed  # noqa: F401
-    import xgboost  # noqa: F401
+
+    _import_xgboost_without_sklearn()
 
     import pulsnar_dask.dask_executor.engine  # noqa: F401
 except Exception:  # the workers import them again, and report what fails
