@@ -432,13 +432,26 @@ def choose(runs: pd.DataFrame, grid: list[dict]) -> tuple[dict, dict[str, dict]]
     """On seeds 0-4: the setting best over all families, and per family the one best
     over the others."""
     tuning = runs[runs.seed.isin(TUNING_SEEDS)].reset_index(drop=True)
-    losses = pd.DataFrame([family_losses(read_all(tuning, setting)) for setting in grid])
-    best = grid[int(np.argmin(losses.mean(axis=1)))]
-    held_out = {
-        family: grid[int(np.argmin(losses.drop(columns=family).mean(axis=1)))]
-        for family in losses.columns
-    }
-    return best, held_out
+    return best_and_lofo(
+        _losses({i: read_all(tuning, setting) for i, setting in enumerate(grid)}), grid
+    )
+
+
+def _losses(reads: dict) -> pd.DataFrame:
+    """:func:`family_losses` of each setting's reads: a family a row, a setting a column
+    (in the order of ``reads``)."""
+    return pd.DataFrame({setting: family_losses(r) for setting, r in reads.items()})
+
+
+def best_and_lofo(losses: pd.DataFrame, settings: list) -> tuple[Any, dict]:
+    """The setting whose loss (``losses``: a family a row, ``settings`` the columns in
+    order) is least over every family, and per family the one least over the others;
+    ties go to the setting listed first."""
+
+    def least(frame: pd.DataFrame) -> Any:
+        return settings[int(np.argmin(frame.mean().to_numpy()))]
+
+    return least(losses), {f: least(losses.drop(index=f)) for f in losses.index}
 
 
 def figures(reads: pd.DataFrame) -> pd.DataFrame:
@@ -771,18 +784,9 @@ def _choose_for_both_uses(
     leave-one-family-out figures beside the default's. ``tuning`` and ``reported`` hold
     per use and per setting (in the order ties go) the runs read so. Writes
     ``name``.{md,csv} with ``lines`` first."""
-    settings = list(tuning[USES[0]])
-
-    def losses_of(reads: dict[str, pd.DataFrame]) -> pd.DataFrame:
-        """Per family (rows) and setting (columns), :func:`family_losses`."""
-        return pd.DataFrame({x: family_losses(reads[x]) for x in settings})
-
-    losses = {use: losses_of(tuning[use]) for use in USES}
-    reported_by_use = {use: losses_of(reported[use]) for use in USES}
-    both = sum(losses.values())
-    best = both.mean().idxmin()
-    lofo = {f: both.drop(index=f).mean().idxmin() for f in both.index}
-    chosen = ", ".join(f"{x}: {n}" for x, n in pd.Series(lofo).value_counts().items())
+    choice = Chosen.summed([tuning[use] for use in USES], [reported[use] for use in USES])
+    both, best = choice.tuning_losses, choice.best
+    chosen = ", ".join(f"{x}: {n}" for x, n in pd.Series(choice.lofo).value_counts().items())
     lines += [
         f"Best on every family, both uses' losses summed: {best} (per setting: "
         + ", ".join(f"{x} {v:.4f}" for x, v in both.mean().items())
@@ -791,26 +795,20 @@ def _choose_for_both_uses(
     ]
     # the reported seeds' loss, both uses summed, families alike: each setting, and each
     # family read at the setting chosen on the others
-    reported_losses = sum(reported_by_use.values())
-    applied_loss = np.mean(
-        [reported_losses.at[f, lofo.get(f, best)] for f in reported_losses.index]
-    )
     lines += [
-        f"Reported seeds, both uses' losses summed: leave-one-family-out {applied_loss:.4f}; "
-        + ", ".join(f"{x} {v:.4f}" for x, v in reported_losses.mean().items())
+        "Reported seeds, both uses' losses summed: leave-one-family-out "
+        f"{choice.applied_loss:.4f}; "
+        + ", ".join(f"{x} {v:.4f}" for x, v in choice.reported_losses.mean().items())
         + ".",
         "",
     ]
     frames = []
     for use in USES:
         reads = reported[use]
-        applied = pd.concat(
-            [reads[lofo.get(f, best)][reads[best].set == f] for f in reads[best].set.unique()]
-        )
-        frame = figures(applied)  # leave-one-family-out
+        frame = figures(choice.applied(reads))  # leave-one-family-out
         frame["mae_in"] = figures(reads[best]).mae
         frame = frame.join(figures(reads[default]).add_suffix("_dflt"))
-        frame["chosen"] = [lofo.get(f, best) for f in frame.index]
+        frame["chosen"] = [choice.setting_of(f) for f in frame.index]
         columns = [
             ("runs", "d"), ("mae_in", ".4f"), ("mae", ".4f"), ("mae_dflt", ".4f"),
             ("coverage", ".0%"), ("coverage_dflt", ".0%"), ("width", ".3f"),
@@ -823,8 +821,8 @@ def _choose_for_both_uses(
             "width dflt", "conf. wrong lofo", "conf. wrong dflt", "warned lofo", "warned dflt",
             "false alarms lofo", "false alarms dflt",
         ]  # fmt: skip
-        own = losses[use].mean()
-        own_reported = reported_by_use[use].mean()
+        own = _losses(tuning[use]).mean()
+        own_reported = _losses(reads).mean()
         lines += [
             f"## The clusters' reading for {'auto' if use == 'auto' else 'method pulsnar'}",
             "",
@@ -999,42 +997,51 @@ class Chosen:
     Attributes
     ----------
     tuning_losses, reported_losses : DataFrame
-        :func:`family_losses`, a family a row, a setting a column.
+        :func:`family_losses` (summed over the uses chosen for at once), a family a row, a
+        setting a column.
     best : Any
         The setting best over every family (on a tie, the first listed).
     lofo : dict
         Family -> the setting best over the other families.
-    applied : DataFrame
-        The reported runs, each family's read with its ``lofo`` setting.
-    applied_loss : float
-        Their loss, families alike.
     """
 
     tuning_losses: pd.DataFrame
     reported_losses: pd.DataFrame
     best: Any
     lofo: dict
-    applied: pd.DataFrame
-    applied_loss: float
 
     @classmethod
     def of(cls, tuning_reads: dict, reported_reads: dict) -> Chosen:
         """From each setting's reads of the tuning and of the reported runs."""
-        settings = list(tuning_reads)
-        tuning = pd.DataFrame({i: family_losses(tuning_reads[x]) for i, x in enumerate(settings)})
-        reported = pd.DataFrame(
-            {i: family_losses(reported_reads[x]) for i, x in enumerate(settings)}
+        return cls.summed([tuning_reads], [reported_reads])
+
+    @classmethod
+    def summed(cls, tuning_reads: list[dict], reported_reads: list[dict]) -> Chosen:
+        """One setting for several uses at once, their losses summed: from each use's
+        reads of each setting (the same settings, in the same order), of the tuning and of
+        the reported runs."""
+        tuning = sum(_losses(reads) for reads in tuning_reads)
+        reported = sum(_losses(reads) for reads in reported_reads)
+        return cls(tuning, reported, *best_and_lofo(tuning, list(tuning_reads[0])))
+
+    def setting_of(self, family: str) -> Any:
+        """The setting applied to ``family``: the one chosen on the others (the best
+        over every family for one the tuning runs lack)."""
+        return self.lofo.get(family, self.best)
+
+    def applied(self, reported_reads: dict) -> pd.DataFrame:
+        """The reported runs, each family's read with :meth:`setting_of` (the families in
+        the order of :attr:`reported_losses`)."""
+        sets = reported_reads[self.best].set
+        return pd.concat(
+            [reported_reads[self.setting_of(f)][sets == f] for f in self.reported_losses.index]
         )
-        best = settings[tuning.mean().idxmin()]
-        lofo = {f: settings[tuning.drop(index=f).mean().idxmin()] for f in tuning.index}
-        families = reported.index
-        applied = pd.concat(
-            [reported_reads[lofo[f]][reported_reads[best].set == f] for f in families]
-        )
-        index = {x: i for i, x in enumerate(settings)}
-        applied_loss = float(np.mean([reported.at[f, index[lofo[f]]] for f in families]))
-        tuning.columns = reported.columns = settings
-        return cls(tuning, reported, best, lofo, applied, applied_loss)
+
+    @property
+    def applied_loss(self) -> float:
+        """The reported runs' loss, each family's at :meth:`setting_of`, families alike."""
+        losses = self.reported_losses
+        return float(np.mean([losses.at[f, self.setting_of(f)] for f in losses.index]))
 
 
 def read_warning_line(run: dict, warning: WarningLine, line: float) -> dict:
@@ -1134,10 +1141,10 @@ def warning_line(command: str, tuning_path: Path, report_path: Path, name: str) 
             f"{reads.warned.mean():.0%} | {int(reads.confident_wrong.sum())} | "
             f"{int(reads.false_alarm.sum())} |"
         )
-    frame = figures(choice.applied)
+    frame = figures(choice.applied(reported_reads))
     frame = frame.join(figures(reported_reads[warning.default]).add_suffix("_dflt"))
     frame["statistic"] = reported.apply(warning.figure, axis=1).groupby(reported.set).median()
-    frame["chosen"] = [lofo[f] for f in frame.index]
+    frame["chosen"] = [choice.setting_of(f) for f in frame.index]
     columns = [
         ("runs", "d"), ("mae", ".4f"), ("coverage", ".0%"), ("unwarned_width", ".3f"),
         ("unwarned_width_dflt", ".3f"), ("confident_wrong", "d"),
@@ -1248,8 +1255,10 @@ def floor_screen(tuning_path: Path, report_path: Path, name: str) -> None:
             f"{choice.reported_losses[x].mean():.4f} | {reads.covered.mean():.0%} | "
             f"{reads.width.mean():.3f} | {int(reads.confident_wrong.sum())} |"
         )
-    frame = figures(choice.applied).join(figures(reported_reads["none"]).add_suffix("_none"))
-    frame["chosen"] = [choice.lofo[f] for f in frame.index]
+    frame = figures(choice.applied(reported_reads)).join(
+        figures(reported_reads["none"]).add_suffix("_none")
+    )
+    frame["chosen"] = [choice.setting_of(f) for f in frame.index]
     columns = [
         ("runs", "d"), ("mae", ".4f"), ("coverage", ".0%"), ("coverage_none", ".0%"),
         ("width", ".3f"), ("width_none", ".3f"), ("unwarned_width", ".3f"),
