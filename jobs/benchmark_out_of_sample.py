@@ -784,7 +784,9 @@ def _choose_for_both_uses(
     leave-one-family-out figures beside the default's. ``tuning`` and ``reported`` hold
     per use and per setting (in the order ties go) the runs read so. Writes
     ``name``.{md,csv} with ``lines`` first."""
-    choice = Chosen.summed([tuning[use] for use in USES], [reported[use] for use in USES])
+    losses = {use: _losses(tuning[use]) for use in USES}
+    reported_by_use = {use: _losses(reported[use]) for use in USES}
+    choice = Chosen.summed(list(losses.values()), list(reported_by_use.values()))
     both, best = choice.tuning_losses, choice.best
     chosen = ", ".join(f"{x}: {n}" for x, n in pd.Series(choice.lofo).value_counts().items())
     lines += [
@@ -821,8 +823,8 @@ def _choose_for_both_uses(
             "width dflt", "conf. wrong lofo", "conf. wrong dflt", "warned lofo", "warned dflt",
             "false alarms lofo", "false alarms dflt",
         ]  # fmt: skip
-        own = _losses(tuning[use]).mean()
-        own_reported = _losses(reads).mean()
+        own = losses[use].mean()
+        own_reported = reported_by_use[use].mean()
         lines += [
             f"## The clusters' reading for {'auto' if use == 'auto' else 'method pulsnar'}",
             "",
@@ -1013,16 +1015,17 @@ class Chosen:
     @classmethod
     def of(cls, tuning_reads: dict, reported_reads: dict) -> Chosen:
         """From each setting's reads of the tuning and of the reported runs."""
-        return cls.summed([tuning_reads], [reported_reads])
+        return cls.summed([_losses(tuning_reads)], [_losses(reported_reads)])
 
     @classmethod
-    def summed(cls, tuning_reads: list[dict], reported_reads: list[dict]) -> Chosen:
+    def summed(
+        cls, tuning_losses: list[pd.DataFrame], reported_losses: list[pd.DataFrame]
+    ) -> Chosen:
         """One setting for several uses at once, their losses summed: from each use's
-        reads of each setting (the same settings, in the same order), of the tuning and of
-        the reported runs."""
-        tuning = sum(_losses(reads) for reads in tuning_reads)
-        reported = sum(_losses(reads) for reads in reported_reads)
-        return cls(tuning, reported, *best_and_lofo(tuning, list(tuning_reads[0])))
+        :func:`_losses` (the same settings, in the same order), of the tuning and of the
+        reported runs."""
+        tuning, reported = sum(tuning_losses), sum(reported_losses)
+        return cls(tuning, reported, *best_and_lofo(tuning, list(tuning.columns)))
 
     def setting_of(self, family: str) -> Any:
         """The setting applied to ``family``: the one chosen on the others (the best
