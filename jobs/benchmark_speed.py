@@ -192,7 +192,7 @@ def write(runs: pd.DataFrame) -> None:
                 lines.append(
                     f"| {scenario.upper()} | {theirs.method.iloc[0].upper()} {base:.1f} "
                     f"| {method.upper()} {np.median(sel.wall_s):.2f} | {SETUPS[setup]} "
-                    f"| {base / np.median(sel.wall_s):.1f}x |"
+                    f"| {base / np.median(sel.wall_s):.2f}x |"
                 )
     write_result(RESULTS / "speed.md", "\n".join(lines))
 
