@@ -1,0 +1,70 @@
+"""The report's panel figures: laid out with fixed margins, nothing drawn past their edges."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
+from pulsnar_dask.report import PANEL_HEIGHT, PANEL_WIDTH, TITLE, densities_plot, objective_plot
+
+DPI = 110  # the report's
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("L"))
+
+
+def _drawn_to_the_edge(pixels: np.ndarray, band: int = 2) -> bool:
+    """Whether anything but the white background lies within ``band`` pixels of an edge
+    (a label the fixed margins cut off runs into the edge)."""
+    edges = [pixels[:band], pixels[-band:], pixels[:, :band], pixels[:, -band:]]
+    return any((edge < 250).any() for edge in edges)
+
+
+@pytest.fixture(scope="module")
+def fitted() -> dict[str, SimpleNamespace]:
+    """What the plots read of a run (its estimates, method and subproblems): PULSCAR with
+    each reader, and PULSNAR with six clusters (two rows of panels)."""
+    data = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=1.5, n_subtypes=3, random_state=0)
+    runs = {
+        reader: PULSCAR(alpha_estimator=reader, random_state=0, n_jobs=2)
+        for reader in ("kernel", "tail", "valley")
+    }
+    runs["six clusters"] = PULSNAR(n_clusters=6, method="pulsnar", random_state=0, n_jobs=2)
+    out = {}
+    for name, est in runs.items():
+        est.fit(data.X, data.label)
+        out[name] = SimpleNamespace(
+            estimates=est.cluster_estimates_, method=est.method_, subproblems=est.subproblems_
+        )
+    return out
+
+
+@pytest.mark.parametrize("name", ["kernel", "tail", "valley", "six clusters"])
+@pytest.mark.parametrize("plot", [densities_plot, objective_plot])
+def test_panels_keep_their_labels_inside_the_figure(fitted, name, plot):
+    result = fitted[name]
+    pixels = _pixels(plot(result))
+    n = len(result.estimates)
+    cols, rows = min(n, 3), -(-n // 3)
+    # the figure's size follows its panels: fixed inches a panel, the title's band above
+    expected = (round((PANEL_HEIGHT * rows + TITLE) * DPI), round(PANEL_WIDTH * cols * DPI))
+    assert pixels.shape == expected
+    assert not _drawn_to_the_edge(pixels)
+
+
+def test_a_label_past_the_margin_is_seen(fitted):
+    """The check above can fail: a y label far longer than the margin leaves it."""
+    import pulsnar_dask.report as report
+
+    result = fitted["kernel"]
+    fig, (ax,) = report._panels(1, "How alpha was read off")
+    est = result.estimates[0]
+    ax.plot(est.candidates, est.objective)
+    ax.set_ylabel("a label much longer than the figure is tall, " * 3)
+    assert _drawn_to_the_edge(_pixels(report._png(fig)))
