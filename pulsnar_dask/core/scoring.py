@@ -1,9 +1,11 @@
 """XGBoost on in-memory arrays: out-of-fold probabilities and gain importances.
 
-These run inside one process (the client for the in-memory estimators, or one Dask task:
-a fold model on its gathered training rows, or a partition's rows scored). Training rows
-are expected in canonical order (by row id) so that a model is bit-identical whatever
-produced the arrays.
+These run inside one process: the client, for the in-memory estimators, or one Dask task,
+for the distributed job (a fold model on its gathered training rows with the ``task``
+engine, a partition's rows scored with either engine; the ``dask`` engine trains its
+fold models with ``xgboost.dask`` over every worker instead, with the same parameters,
+:func:`booster_params`). Training rows are expected in canonical order (by row id) so
+that a model is bit-identical whatever produced the arrays.
 
 XGBoost is imported where a model is trained or applied: the distributed job's client
 never does either (it imports XGBoost only to check ``xgb_params`` when some are given),
