@@ -37,7 +37,8 @@ MAX_PANELS = 6
 # The panels' margins in inches, whatever the figure's size: room for the tick labels
 # and an axis label on the left and below, a title above each panel and the figure's
 # title at the top. Fixed rather than measured: matplotlib's constrained layout measures
-# every tick label of every panel (about 0.15 s a figure, on the run's critical path).
+# every tick label of every panel (0.03-0.3 s a figure, more with more panels, on the
+# run's critical path).
 PANEL_WIDTH, PANEL_HEIGHT = 4.2, 3.2
 LEFT, RIGHT, BOTTOM, TOP, TITLE = 0.85, 0.15, 0.55, 0.35, 0.4
 
