@@ -41,11 +41,12 @@ MAX_PANELS = 6
 # run's critical path).
 PANEL_WIDTH, PANEL_HEIGHT = 4.2, 3.2
 LEFT, RIGHT, BOTTOM, TOP, TITLE = 0.85, 0.15, 0.55, 0.35, 0.4
+DPI = 110  # the PNGs' pixels an inch
 
 
 def _png(fig: Figure) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)  # a PNG is drawn by the Agg backend
+    fig.savefig(buffer, format="png", dpi=DPI)  # a PNG is drawn by the Agg backend
     return buffer.getvalue()
 
 

@@ -10,9 +10,14 @@ import pytest
 from PIL import Image
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
-from pulsnar_dask.report import PANEL_HEIGHT, PANEL_WIDTH, TITLE, densities_plot, objective_plot
-
-DPI = 110  # the report's
+from pulsnar_dask.report import (
+    DPI,
+    PANEL_HEIGHT,
+    PANEL_WIDTH,
+    TITLE,
+    densities_plot,
+    objective_plot,
+)
 
 
 def _pixels(png: bytes) -> np.ndarray:
