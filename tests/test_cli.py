@@ -310,14 +310,19 @@ def test_headline_reads_the_summary():
         "random), so every reading also counts negatives"
     )
     assert headline(summary).endswith(high)
-    # the clusters read apart too: both said, as they can point different ways
+    # the clusters read apart too: both said, the overlap as holding under PULSCAR's
+    # assumption, since the two can point different ways
     summary["method_evidence"].update(
         readings_differ=True, n_clusters=3, readings={"pulscar": 0.171, "pulsnar": 0.293}
     )
     assert headline(summary).endswith(
-        high + "; SCAR OR SNAR: PULSCAR reads 0.171, the 3 clusters 0.293, further apart "
-        "than their noise; the interval spans both"
+        "(alpha 0.250-0.300); SCAR OR SNAR: PULSCAR reads 0.171, the 3 clusters 0.293, "
+        "further apart than their noise; the interval spans both; MAY BE HIGH if positives "
+        "were labeled at random: positives and negatives then overlap (implied AUC 0.745)"
     )
+    summary["alpha_may_be_high"] = False
+    assert headline(summary).endswith("further apart than their noise; the interval spans both")
+    summary["alpha_may_be_high"] = True
     summary["method_evidence"] = {"subtypes_may_be_unseen": False}
     summary["method_evidence"]["subtypes_may_be_unseen"] = True  # the overlap is named first
     assert "MAY BE HIGH" in headline(summary) and "MAY BE LOW" not in headline(summary)

@@ -375,10 +375,11 @@ def headline(summary: dict[str, Any]) -> str:
         read beside it)``), with the 95% interval (``alpha_interval``, else the
         iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
         identified, when a feature may record the label (perfect separation), when
-        alpha may be far too high (positives and negatives overlap), when PULSCAR's and
-        the clusters' readings differ beyond their noise (SCAR or SNAR), when alpha
-        may be read low (one cluster found on part of the features), or else when the
-        interval is too wide to act on (``alpha_imprecise``).
+        PULSCAR's and the clusters' readings differ beyond their noise (SCAR or SNAR,
+        with the overlap's warning below as holding if positives were labeled at
+        random), when alpha may be far too high (positives and negatives overlap), when
+        alpha may be read low (one cluster found on part of the features), or else when
+        the interval is too wide to act on (``alpha_imprecise``).
     """
     n_unlabeled = summary["n_unlabeled"]
     evidence = summary.get("method_evidence") or {}
@@ -415,19 +416,23 @@ def headline(summary: dict[str, Any]) -> str:
             "; CHECK THE FEATURES: labeled and unlabeled rows are perfectly separated "
             f"(leading feature {summary['perfect_separation']['leading_feature']!r})"
         )
-    elif summary.get("alpha_may_be_high") or evidence.get("readings_differ"):
-        if summary.get("alpha_may_be_high"):  # .get: summaries written before it
+    elif evidence.get("readings_differ"):
+        text += (
+            f"; SCAR OR SNAR: PULSCAR reads {evidence['readings']['pulscar']:.3f}, the "
+            f"{evidence['n_clusters']} clusters {evidence['readings']['pulsnar']:.3f}, "
+            "further apart than their noise; the interval spans both"
+        )
+        if summary.get("alpha_may_be_high"):  # holds under PULSCAR's assumption only
             text += (
-                "; MAY BE HIGH: positives and negatives overlap (implied AUC "
-                f"{summary['negative_auc']:.3f} if labeled at random), so every reading also "
-                "counts negatives"
+                "; MAY BE HIGH if positives were labeled at random: positives and negatives "
+                f"then overlap (implied AUC {summary['negative_auc']:.3f})"
             )
-        if evidence.get("readings_differ"):  # both said: they point different ways
-            text += (
-                f"; SCAR OR SNAR: PULSCAR reads {evidence['readings']['pulscar']:.3f}, the "
-                f"{evidence['n_clusters']} clusters {evidence['readings']['pulsnar']:.3f}, "
-                "further apart than their noise; the interval spans both"
-            )
+    elif summary.get("alpha_may_be_high"):  # .get: summaries written before it
+        text += (
+            "; MAY BE HIGH: positives and negatives overlap (implied AUC "
+            f"{summary['negative_auc']:.3f} if labeled at random), so every reading also "
+            "counts negatives"
+        )
     elif evidence.get("subtypes_may_be_unseen"):
         text += "; MAY BE LOW: one cluster found on part of the features, subtypes may be unseen"
     elif summary.get("alpha_imprecise"):  # .get: summaries written before it
