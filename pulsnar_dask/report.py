@@ -312,11 +312,17 @@ def plain_reading(summary: dict[str, Any]) -> str:
             text += f"; subtypes {names} claim the same unlabeled rows, counted once"
         text += ". "
     else:
-        text += (
-            f"The {summary['n_positive']:,} labeled positives were read as one group: as "
-            "likely to be labeled whatever their kind. "
-        )
         evidence = summary.get("method_evidence") or {}
+        if "readings" in evidence:  # auto beside several clusters: one of two assumptions
+            text += (
+                f"The estimate reads the {summary['n_positive']:,} labeled positives as one "
+                "group, as PULSCAR does: as though every kind was labeled at the same rate. "
+            )
+        else:
+            text += (
+                f"The {summary['n_positive']:,} labeled positives were read as one group: as "
+                "likely to be labeled whatever their kind. "
+            )
         if evidence.get("subtypes_may_be_unseen"):
             text += (
                 f"That rests on the top {evidence['cluster_features']:,} of the "

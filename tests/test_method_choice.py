@@ -124,6 +124,7 @@ def test_the_report_says_when_one_cluster_rests_on_part_of_the_features():
                "method": "pulscar", "settings": {"alpha_estimator": "kernel"},
                "pu_auc": [0.8], "alpha_identified": True, "method_evidence": evidence}  # fmt: skip
     text = plain_reading(summary)
+    assert "The 500 labeled positives were read as one group: as likely to be labeled" in text
     assert "That rests on the top 100 of the 1,007 features the classifier uses" in text
     evidence["subtypes_may_be_unseen"] = False
     assert "That rests on" not in plain_reading(summary)
@@ -156,6 +157,9 @@ def test_the_report_says_what_the_clusters_read_and_whether_it_differs():
                                      "pulsnar kernel": {"alpha": 0.31, "sd": 0.02}},
                "method_evidence": evidence}  # fmt: skip
     text = plain_reading(summary)
+    # one of two assumptions, not a finding: the clusters are read beside it
+    assert "reads the 500 labeled positives as one group, as PULSCAR does: as though" in text
+    assert "as likely to be labeled whatever their kind" not in text
     assert "PULSCAR reads alpha 0.200, the estimate" in text
     assert "the 5 clusters, read as PULSNAR reads them, give 0.310" in text
     assert "further apart than their noise" in text
