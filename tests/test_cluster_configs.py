@@ -1,13 +1,22 @@
 """Every shipped cluster config loads; the ones that can start here do, the batch ones
-become job scripts."""
+become job scripts; a config that cannot start, and a scheduler whose handshake fails,
+end in one error."""
 
+import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from distributed import LocalCluster
+from distributed import Client, LocalCluster, default_client
+from helpers import run_cli, small_snar
 
 from pulsnar_dask.dask_executor.connect import (
     CLUSTER_TYPES,
+    HANDSHAKE_TRIES,
+    _close_failed_client,
     connect,
     load_cluster_config,
     make_cluster,
@@ -68,3 +77,91 @@ def test_local_cluster_type_defaults():
         assert isinstance(cluster, LocalCluster)
     finally:
         cluster.close()
+
+
+def test_a_local_cluster_of_threads_starts(tmp_path):
+    """``processes: false``: workers are threads of this process, given no environment
+    (a worker process's option, refused by a thread's worker)."""
+    (tmp_path / "threads.yaml").write_text("type: local\nprocesses: false\nn_workers: 2\n")
+    with connect(cluster_config=tmp_path / "threads.yaml") as client:
+        workers = client.scheduler_info()["workers"]
+        assert len(workers) == 2 and all(a.startswith("inproc://") for a in workers)
+        assert client.submit(sum, [1, 2]).result() == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("n_worker: 2", "cluster config of type 'local': unknown option(s) n_worker"),
+        ("memory_limit: lots", "cannot start the cluster of {path}: Could not interpret 'lots'"),
+    ],
+)
+def test_a_local_option_it_cannot_start_with_is_one_error(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"type: local\n{text}\n")
+    with pytest.raises(PUError) as caught, connect(cluster_config=path):
+        pass
+    assert message.format(path=path) in str(caught.value)
+
+
+@pytest.fixture
+def noisy_scheduler(tmp_path, request):
+    """A scheduler process that sends its first ``request.param`` clients a message beside
+    the handshake's: yields its address."""
+    scheduler_file = tmp_path / "scheduler.json"
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "dask"), "scheduler", "--host", "127.0.0.1",
+         "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file),
+         "--preload", str(Path(__file__).with_name("scheduler_noise.py"))],
+        env={**os.environ, "NOISY_CLIENTS": str(request.param)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists():
+            assert time.monotonic() < deadline, "the scheduler did not start within 60 s"
+            time.sleep(0.1)
+        yield json.loads(scheduler_file.read_text())["address"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.mark.parametrize("noisy_scheduler", [2], indirect=True)
+def test_a_handshake_with_a_message_beside_it_is_tried_again(noisy_scheduler):
+    with pytest.raises(AssertionError):  # distributed's own client, as it is
+        Client(noisy_scheduler, timeout=10)
+    _close_failed_client()
+    with connect(scheduler=noisy_scheduler) as client:
+        assert client.status == "running"
+        # the plain client, the run's failed try, its second try, and this check's own
+        seen = client.run_on_scheduler(
+            lambda dask_scheduler: dask_scheduler.plugins["handshake-noise"].seen
+        )
+        assert seen == 3
+
+
+@pytest.mark.parametrize("noisy_scheduler", [HANDSHAKE_TRIES], indirect=True)
+def test_a_scheduler_whose_every_handshake_fails_is_one_error(noisy_scheduler):
+    refused = f"answered {HANDSHAKE_TRIES} connections with more than"
+    with pytest.raises(PUError, match=refused), connect(scheduler=noisy_scheduler):
+        pass
+    with pytest.raises(ValueError):  # no half-started client left as the default
+        default_client()
+
+
+def test_the_command_says_a_config_it_cannot_start_in_one_line(tmp_path, capfd):
+    small_snar(tmp_path / "data.parquet")
+    (tmp_path / "bad.yaml").write_text("type: local\nn_workers: 1\nmemory_limit: lots\n")
+    out = tmp_path / "out"
+    status, _, err = run_cli(
+        ["run", "--input", str(tmp_path / "data.parquet"), "--out", str(out),
+         "--cluster-config", str(tmp_path / "bad.yaml")],
+        capfd,
+    )  # fmt: skip
+    assert status == 2
+    assert err.strip().splitlines() == [
+        f"error: cannot start the cluster of {tmp_path / 'bad.yaml'}: "
+        "Could not interpret 'lots' as a byte unit"
+    ]
+    assert not out.exists()

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from distributed import Client
 from helpers import start_cli, wait_for_text
 
 from pulsnar_dask import PULSNAR, make_pu_data
-from pulsnar_dask.dask_executor.connect import ProcessCluster, _close_failed_client
+from pulsnar_dask.dask_executor.connect import ProcessCluster, open_client
 from pulsnar_dask.io import write_pu_parquet
 
 pytestmark = pytest.mark.cluster
@@ -42,19 +41,6 @@ def single_alpha(medium_data):
     return est.fit(medium_data.X, medium_data.label).alpha_
 
 
-def connected(address: str) -> Client:
-    """A client of the scheduler at ``address``, connected while a run keeps the scheduler
-    busy. distributed's handshake can then fail on its own ``assert len(msg) == 1`` (once
-    in CI on 2026-12-07, distributed 2026.8.0): the failed client is closed and the
-    connection tried again, three times in all."""
-    for _ in range(2):
-        try:
-            return Client(address, timeout=30)
-        except AssertionError:
-            _close_failed_client()
-    return Client(address, timeout=30)
-
-
 def busiest(cluster: ProcessCluster) -> subprocess.Popen:
     """The worker the scheduler has given the most fold models now (it waits up to 30 s
     for one to have any), as its process: a fold model takes seconds, so the worker still
@@ -63,7 +49,7 @@ def busiest(cluster: ProcessCluster) -> subprocess.Popen:
     def folds(keys: list) -> int:
         return sum(bool(re.search(r"-fold\d+-", str(key))) for key in keys)
 
-    with connected(cluster.address) as client:
+    with open_client(cluster.address, timeout=30) as client:
         deadline = time.monotonic() + 30
         processing = client.processing()
         while not any(map(folds, processing.values())):

@@ -75,6 +75,7 @@ def make_cluster(config: dict[str, Any]) -> Any:
     kind = config["type"]
     options = {k: v for k, v in config.items() if k != "type"}
     if kind == "local":
+        _check_local_options(options)
         options.setdefault("n_workers", os.cpu_count() or 1)
         options.setdefault("threads_per_worker", 1)
         options.setdefault("dashboard_address", ":0")
@@ -82,7 +83,8 @@ def make_cluster(config: dict[str, Any]) -> Any:
             # no dashboard; the scheduler's HTTP routes (health, metrics) on a free port
             # rather than on 8787, which another cluster may hold
             options.setdefault("scheduler_kwargs", {}).setdefault("dashboard_address", ":0")
-        if not start_fork_server():
+        # a cluster of threads has no processes to fork, nor an environment to give them
+        if options.get("processes") is False or not start_fork_server():
             return LocalCluster(**options)
         # Forked workers inherit the server's environment: give them this process's.
         options.setdefault("env", dict(os.environ))
@@ -115,6 +117,26 @@ def make_cluster(config: dict[str, Any]) -> Any:
     options.pop("jobs", None)  # submitted by connect(), not at construction
     cluster_class = dask_jobqueue.SLURMCluster if kind == "slurm" else dask_jobqueue.PBSCluster
     return cluster_class(**options)
+
+
+def _check_local_options(options: dict[str, Any]) -> None:
+    """Refuse an option that neither ``LocalCluster`` nor the workers it starts take (a
+    worker would fail to start on it, with a traceback)."""
+    import inspect
+
+    from distributed import Nanny, Worker
+    from distributed.core import Server
+
+    known = set()
+    for cls in (LocalCluster, Nanny, Worker, Server):
+        parameters = inspect.signature(cls.__init__).parameters.values()
+        known |= {p.name for p in parameters if p.kind != p.VAR_KEYWORD} - {"self"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise PUError(
+            f"cluster config of type 'local': unknown option(s) {', '.join(unknown)} "
+            "(see distributed.LocalCluster's parameters)"
+        )
 
 
 def check_speaks_dask(address: str, timeout: float) -> None:
@@ -191,6 +213,35 @@ def _close_failed_client() -> None:
         return
     if failed.status not in ("running", "closed"):
         failed.close()
+
+
+HANDSHAKE_TRIES = 3
+
+
+def open_client(target: Any, timeout: float = CONNECT_TIMEOUT_S) -> Client:
+    """A client of ``target`` (an address or a cluster object).
+
+    A scheduler that sends the new client another message along with its first
+    (``stream-start``) in one batch fails distributed's handshake on its own
+    ``assert len(msg) == 1``; seen with a scheduler busy with a run. Such a client is
+    closed and the connection tried again, ``HANDSHAKE_TRIES`` times in all.
+
+    Raises
+    ------
+    PUError
+        Where every try's handshake failed so.
+    OSError, TimeoutError, TypeError, ValueError
+        As :class:`distributed.Client`, where the scheduler cannot be reached.
+    """
+    for _ in range(HANDSHAKE_TRIES):
+        try:
+            return Client(target, timeout=timeout)
+        except AssertionError:
+            _close_failed_client()
+    raise PUError(
+        f"the Dask scheduler at {getattr(target, 'scheduler_address', target)} answered "
+        f"{HANDSHAKE_TRIES} connections with more than the handshake distributed expects"
+    )
 
 
 WATCH_INTERVAL_S = 1.0  # how often the watch asks the scheduler for its workers
@@ -426,7 +477,15 @@ def connect(
         target: Any = scheduler
     elif cluster_config:
         config = load_cluster_config(cluster_config)
-        target = make_cluster(config)
+        try:
+            target = make_cluster(config)
+        except PUError:
+            raise
+        except (TypeError, ValueError, RuntimeError) as exc:  # an option's value
+            while isinstance(exc, RuntimeError) and exc.__cause__ is not None:
+                exc = exc.__cause__  # "Nanny failed to start" says less than its cause
+            reason = " ".join(str(exc).split())
+            raise PUError(f"cannot start the cluster of {cluster_config}: {reason}") from None
         if config["type"] in ("slurm", "pbs"):
             target.scale(jobs=int(config.get("jobs", 1)))
     else:
@@ -442,7 +501,7 @@ def connect(
         if started is None:
             check_speaks_dask(target, CONNECT_TIMEOUT_S)
         try:
-            client = Client(target, timeout=CONNECT_TIMEOUT_S)
+            client = open_client(target)
         except (OSError, TimeoutError) as exc:
             _close_failed_client()
             raise PUError(
@@ -533,7 +592,7 @@ class ProcessCluster:
         self.address: str = json.loads(scheduler_file.read_text())["address"]
         self.workers = [self.add_worker() for _ in range(n_workers)]
         if n_workers:
-            with Client(self.address, timeout=CONNECT_TIMEOUT_S) as client:
+            with open_client(self.address) as client:
                 client.wait_for_workers(n_workers, timeout=60)
 
     def _spawn(self, *args: str) -> subprocess.Popen:
