@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -32,6 +33,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_TRUE_LABEL = "true_label"
 DEFAULT_ID = "row_id"
 MODEL_DIR = "model"  # a run's model, inside its output location
+MODEL_PART = re.compile(r"component\d+-fold\d+\.json")  # PUModel.to_files's fold models
 RUN_SUMMARY = "summary.json"  # written last: a location without it holds no finished run
 
 
@@ -537,16 +539,46 @@ def read_model(url: str, storage_options: dict[str, Any] | None = None) -> PUMod
 
 def write_model(model: PUModel, url: str, storage_options: dict[str, Any] | None = None) -> None:
     """Save a model as a folder of plain files (:meth:`PUModel.to_files`), ``model.json``
-    last, so a folder without it is visibly incomplete."""
+    last, so a folder without it is visibly incomplete.
+
+    The folder is new, empty, or holds a model saved before, whose files are replaced;
+    nothing else in it is touched.
+
+    Raises
+    ------
+    PUError
+        If ``url`` is a file, or a folder holding anything but a saved model's files.
+    """
     fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
     path = path.rstrip("/")
     files = model.to_files()
+    old = _saved_model_files(fs, path, url)
     fs.makedirs(path, exist_ok=True)
-    if fs.exists(path):  # a model saved there before: none of its files may stay
-        for old in fs.find(path):
-            if Path(old).name == MODEL_FILE or Path(old).name.startswith("component"):
-                fs.rm(old)
+    for name in old:  # a model saved there before: none of its files may stay
+        fs.rm(f"{path}/{name}")
     for name, data in files.items():
         if name != MODEL_FILE:
             fs.pipe_file(f"{path}/{name}", data)
     fs.pipe_file(f"{path}/{MODEL_FILE}", files[MODEL_FILE])
+
+
+def _saved_model_files(fs: Any, path: str, url: str) -> list[str]:
+    """The names of the files of a model saved at ``path`` before (none where nothing is
+    there); refuses a file, and a folder holding anything else."""
+    if not fs.exists(path):
+        return []
+    if not fs.isdir(path):
+        raise PUError(f"{url} is a file; a model is saved as a folder")
+    entries = fs.ls(path, detail=True)
+    names = [Path(e["name"].rstrip("/")).name for e in entries]
+    other = sorted(
+        n for e, n in zip(entries, names, strict=True)
+        if e["type"] != "file" or not (n == MODEL_FILE or MODEL_PART.fullmatch(n))
+    )  # fmt: skip
+    if other:
+        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+        raise PUError(
+            f"{url} holds {shown}, which a saved model does not: save a model to a new "
+            "folder, or over a model saved before"
+        )
+    return names

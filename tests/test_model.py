@@ -13,6 +13,7 @@ from sklearn.exceptions import NotFittedError
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
 from pulsnar_dask.cli import main
 from pulsnar_dask.core.folds import assign_folds
+from pulsnar_dask.errors import PUError
 from pulsnar_dask.io import read_model
 
 
@@ -175,6 +176,23 @@ def test_saved_model_round_trips_bit_for_bit_and_loads_as_an_estimator(fitted, s
     # saving a smaller model over it leaves none of the old fold files behind
     PULSCAR(interval_resamples=0).fit(snar.X, snar.label).save(str(tmp_path / "m"))
     assert len(list((tmp_path / "m").glob("component*"))) == 5
+
+
+def test_a_model_is_saved_over_nothing_but_a_model(fitted, tmp_path):
+    """A folder holding other files (a run's outputs, a user's notes, one at any depth)
+    and a file are refused, byte for byte as they were."""
+    project = tmp_path / "project"
+    (project / "notes").mkdir(parents=True)
+    (project / "notes" / "model.json").write_text("mine")
+    (project / "components.txt").write_text("mine too")
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    with pytest.raises(PUError, match=r"holds components.txt, notes, which a saved model does not"):
+        fitted.save(str(project))
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(PUError, match="is a file; a model is saved as a folder"):
+        fitted.save(str(tmp_path / "file"))
+    assert (tmp_path / "file").read_text() == "mine"
 
 
 def test_predict_proba_follows_scikit_learns_conventions(fitted, snar):
