@@ -240,7 +240,7 @@ def _add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--performance-report",
         default=None,
-        help="save Dask's performance report (task stream, profiles) as this HTML file",
+        help="save Dask's performance report (task stream, profiles) as this new HTML file",
     )
 
 
@@ -376,6 +376,21 @@ def _import_in_background(modules: Sequence[str]) -> None:
     threading.Thread(target=run, name="pulsnar-late-imports", daemon=True).start()
 
 
+def _check_new_local_file(path: str, option: str) -> None:
+    """Refuse a path for a file the run writes outside its output location where
+    something is already, where its folder is missing or cannot be written, or where it
+    is not local: the file would replace another, or fail as the run ends."""
+    target = Path(path)
+    if "://" in path:
+        raise PUError(f"{option} {path}: a local file path is needed")
+    if target.exists() or target.is_symlink():
+        raise PUError(f"{option} {path} exists; name a file that does not (nothing is replaced)")
+    if not target.parent.is_dir():
+        raise PUError(f"{option} {path}: its folder {target.parent} does not exist")
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        raise PUError(f"{option} {path}: its folder {target.parent} cannot be written")
+
+
 def _run(args: argparse.Namespace) -> dict:
     from distributed import performance_report
 
@@ -397,6 +412,7 @@ def _run(args: argparse.Namespace) -> dict:
         # written as the job ends, outside the run's staging: inside --out it would be a
         # file that is not a run's, in the way of the next --overwrite
         output.check_apart_from(args.performance_report, "performance report")
+        _check_new_local_file(args.performance_report, "--performance-report")
     output.prepare()
     try:  # the location is this run's from here: released whatever happens
         _import_in_background(late_imports(args.method, config.calibration_method, args.iterations))

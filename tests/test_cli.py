@@ -8,6 +8,7 @@ import pty
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -596,6 +597,28 @@ def test_a_performance_report_inside_the_output_location_is_refused(bad_inputs, 
         "location of their own"
     ]
     assert not out.exists()
+
+
+def test_a_performance_report_replaces_nothing(bad_inputs, tmp_path, capsys):
+    """The input, a user's file and a folder are refused byte for byte as they were, and
+    a report whose folder is missing is refused before the run rather than after it."""
+    path = bad_inputs["folds 1"][0]  # a valid table
+    (tmp_path / "notes.html").write_text("mine")
+    (tmp_path / "a folder").mkdir()
+    before = Path(path).read_bytes()
+    for report, message in [
+        (path, f"--performance-report {path} exists; name a file that does not"),
+        (str(tmp_path / "notes.html"), "notes.html exists; name a file that does not"),
+        (str(tmp_path / "a folder"), f"--performance-report {tmp_path / 'a folder'} exists"),
+        (str(tmp_path / "no" / "r.html"), f"its folder {tmp_path / 'no'} does not exist"),
+    ]:
+        out = tmp_path / "out"
+        status, _, err = run_cli(
+            ["run", "--input", path, "--out", str(out), "--performance-report", report], capsys
+        )
+        assert status == 2 and len(err.strip().splitlines()) == 1 and message in err, err
+        assert not out.exists()
+    assert Path(path).read_bytes() == before and (tmp_path / "notes.html").read_text() == "mine"
 
 
 def test_true_labels_are_whole_numbers_from_zero_and_never_text():
