@@ -28,7 +28,7 @@ $(DOCS_STAMP): pyproject.toml $(LOCK) | $(BIN)/python
 install: $(RUN_STAMP)
 
 demo: $(RUN_STAMP)
-	$(BIN)/pulsnar-dask demo
+	$(BIN)/pulsnar-dask demo --overwrite
 
 # Debian's Chromium renders the report in the browser tests: installed when missing and
 # apt-get can (root, as on CI and this machine kind); otherwise those tests are skipped.

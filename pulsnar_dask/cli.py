@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument(
         "--seed", type=_seed, default=0, help="seed of the generator and the row order (default: 0)"
     )
-    synth.add_argument("--out", required=True, help="output Parquet dataset, path or URL")
+    synth.add_argument("--out", required=True, help="output Parquet dataset (a local folder)")
     synth.add_argument(
         "--partitions", type=_positive_int(1), default=1, help="Parquet files (default: 1)"
     )
@@ -127,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
         "max(P, U) x classes x 2 rows); chunked: the same distribution drawn a chunk at a "
         "time; auto: paper unless it would need more than 2 GiB",
     )
-    synth.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
+    synth.add_argument(
+        "--overwrite", action="store_true", help="replace a dataset synth wrote at --out before"
+    )
 
     run = sub.add_parser("run", help="estimate alpha (and calibrate, classify) on a Dask cluster")
     run.add_argument("--input", required=True, help="Parquet file or dataset, path or URL")
@@ -167,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="local worker processes (default: one per core)",
     )
+    demo.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.add_argument("--debug", action="store_true", help="show tracebacks")
     for p in (synth, run, score):
@@ -300,8 +303,10 @@ def _synth(args: argparse.Namespace) -> None:
     from pulsnar_dask.datasets.synthetic import iter_pu_chunks, make_pu_data, paper_generator_bytes
     from pulsnar_dask.io import write_pu_parquet
 
+    if "://" in args.out:
+        raise PUError(f"--out {args.out}: synth writes a local folder, not a URL")
     out = Path(args.out)
-    if out.exists() and not args.overwrite:
+    if (out.exists() or out.is_symlink()) and not args.overwrite:
         raise PUError(f"{out} already exists; pass --overwrite to replace it")
     generator = args.generator
     if generator == "auto":
@@ -565,8 +570,8 @@ def _demo(args: argparse.Namespace) -> dict:
                 "--true-label-col",
                 "true_label",
                 "--calibrate",
-                "--overwrite",
             ]
+            + (["--overwrite"] if args.overwrite else [])
             + (["--n-workers", str(args.n_workers)] if args.n_workers else [])
             + (["--quiet"] if args.quiet else [])
         )

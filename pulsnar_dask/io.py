@@ -486,6 +486,7 @@ def write_pu_parquet(chunks: Iterable[PUData], out: Path) -> tuple[int, float]:
         Rows written and the fraction of positives among the unlabeled ones.
     """
     out = Path(out)
+    _check_replaceable_dataset(out)
     staging = out.with_name(f".{out.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -505,6 +506,22 @@ def write_pu_parquet(chunks: Iterable[PUData], out: Path) -> tuple[int, float]:
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
     return n_rows, n_hidden / max(n_unlabeled, 1)
+
+
+def _check_replaceable_dataset(out: Path) -> None:
+    """Refuse to replace anything at ``out`` but a dataset :func:`write_pu_parquet` wrote
+    (a folder of ``part.N.parquet`` files)."""
+    if not (out.exists() or out.is_symlink()):
+        return
+    if not out.is_dir() or out.is_symlink():
+        raise PUError(f"{out} exists and is not a folder of Parquet parts; nothing was replaced")
+    other = sorted(p.name for p in out.iterdir() if not re.fullmatch(r"part\.\d+\.parquet", p.name))
+    if other:
+        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+        raise PUError(
+            f"{out} holds {shown}, which synthetic data does not: only a dataset written "
+            "here before (part.N.parquet files) is replaced"
+        )
 
 
 def read_model(url: str, storage_options: dict[str, Any] | None = None) -> PUModel:

@@ -78,6 +78,29 @@ def test_synth_writes_the_documented_schema(tmp_path, capsys):
     assert status == 2 and "already exists" in err
 
 
+def test_synth_replaces_only_a_dataset_it_wrote(tmp_path, capsys):
+    """--overwrite replaces synth's own parts; a user's folder, a file and a URL are
+    refused in one line, byte for byte as they were, with nothing staged left beside."""
+    small = ["synth", "--scenario", "scar", "--n-pos", "5", "--n-unlab", "20",
+             "--n-features", "2", "--alpha", "0.2", "--overwrite", "--out"]  # fmt: skip
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "notes.txt").write_text("mine")
+    (tmp_path / "file").write_text("mine")
+    for out, message in [
+        (tmp_path / "data", "holds notes.txt, which synthetic data does not"),
+        (tmp_path / "file", "exists and is not a folder of Parquet parts"),
+        ("s3://bucket/x", "synth writes a local folder, not a URL"),
+    ]:
+        status, _, err = run_cli([*small, str(out)], capsys)
+        assert status == 2 and err.strip().splitlines() == [err.strip()] and message in err, err
+    assert (tmp_path / "data" / "notes.txt").read_text() == "mine"
+    assert (tmp_path / "file").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "file"]
+    for _ in range(2):  # a dataset synth wrote is replaced
+        assert run_cli([*small, str(tmp_path / "new")], capsys)[0] == 0
+    assert [p.name for p in (tmp_path / "new").iterdir()] == ["part.0.parquet"]
+
+
 def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
     out = tmp_path / "run"
     status, summary, err = run_cli(
@@ -869,6 +892,8 @@ def test_finished_run_is_not_overwritten_without_the_flag(data, tmp_path, capsys
     summary = (out / "summary.json").read_text()
     status, _, err = run_cli(args, capsys)
     assert status == 2 and "already holds a finished run" in err
+    status, _, err = run_cli(["demo", "--out", str(out), "--n-workers", "1"], capsys)
+    assert status == 2 and "already holds a finished run" in err  # the demo's run, as any
     # a replacement that fails leaves the finished run as it was
     bad = tmp_path / "bad.parquet"
     pd.read_parquet(data).assign(label=2).to_parquet(bad, index=False)
