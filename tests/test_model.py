@@ -353,7 +353,75 @@ def _other_features_fold() -> bytes:
     return bytes(booster.save_raw(raw_format="json"))
 
 
+def _fold_of(params: dict) -> bytes:
+    """A fold model of five features trained with ``params``: another kind of model."""
+    import xgboost as xgb
+
+    X = np.random.default_rng(0).normal(size=(60, 5))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0)
+    booster = xgb.train(params, xgb.DMatrix(X, y), 2)
+    return bytes(booster.save_raw(raw_format="json"))
+
+
+def _edited(change):
+    """A change to ``model.json``: ``change(description)`` edits the parsed JSON."""
+
+    def edit(m):
+        description = json.loads((m / "model.json").read_text())
+        change(description)
+        (m / "model.json").write_text(json.dumps(description))
+
+    return edit
+
+
+def _first_map(d: dict) -> dict:
+    return d["calibration"] or d["components"][0]["calibration"]
+
+
 CORRUPT_MODELS = {  # what is done to a copy of the run's model folder -> the one line
+    "empty fold": (
+        lambda m: (m / "component0-fold4.json").write_bytes(b""),
+        "component0-fold4.json is empty, not an XGBoost model",
+    ),
+    "multiclass fold": (
+        lambda m: (m / "component0-fold0.json").write_bytes(
+            _fold_of({"objective": "multi:softprob", "num_class": 3})
+        ),
+        "component0-fold0.json is a model of multi:softprob",
+    ),
+    "regression fold": (
+        lambda m: (m / "component0-fold0.json").write_bytes(
+            _fold_of({"objective": "reg:squarederror"})
+        ),
+        "component0-fold0.json is a model of reg:squarederror",
+    ),
+    "no kind": (_edited(lambda d: d.pop("kind")), "model.json lacks kind"),
+    "unknown kind": (_edited(lambda d: d.update(kind="weird")), "unknown kind 'weird'"),
+    "no components": (_edited(lambda d: d.update(components=[])), "lists no components"),
+    "no fold models": (
+        _edited(lambda d: d["components"][0].update(models=[])),
+        "component 0 has no fold models or no features",
+    ),
+    "a feature renamed": (
+        _edited(lambda d: d["components"][0]["features"].__setitem__(0, "zzz")),
+        "component 0 takes features its schema lacks: zzz",
+    ),
+    "no schema features": (
+        _edited(lambda d: d["schema"].update(features=[])),
+        "its schema's features are none, named twice or of an unknown type",
+    ),
+    "calibration cut short": (
+        _edited(lambda d: _first_map(d).update(x=_first_map(d)["x"][:-1])),
+        "a calibration map that maps nothing",
+    ),
+    "calibration of text": (
+        _edited(lambda d: _first_map(d).update(x="abc")),
+        "a calibration map that maps nothing",
+    ),
+    "calibration method unknown": (
+        _edited(lambda d: _first_map(d).update(method="magic")),
+        "a calibration map that maps nothing",
+    ),
     "truncated fold": (
         lambda m: (m / "component0-fold0.json").write_bytes(
             (m / "component0-fold0.json").read_bytes()[:300]

@@ -68,6 +68,8 @@ class Component:
 
         boosters = []
         for name, model in zip(names, self.models, strict=True):
+            if not model.strip():  # XGBoost aborts the process on an empty buffer
+                raise ValueError(f"{name} is empty, not an XGBoost model")
             try:
                 booster = xgb.Booster(model_file=bytearray(model))
             except xgb.core.XGBoostError as exc:  # its message ends in a C++ backtrace
@@ -75,6 +77,14 @@ class Component:
                 raise ValueError(
                     f"{name} is not an XGBoost model XGBoost can read: {reason}"
                 ) from None
+            learner = json.loads(booster.save_config())["learner"]
+            objective = learner["objective"]["name"]
+            outputs = int(learner["learner_model_param"].get("num_target", 1))
+            if objective != "binary:logistic" or outputs != 1:
+                raise ValueError(
+                    f"{name} is a model of {objective} with {outputs} output(s), not the "
+                    "binary:logistic model of one output a run trains"
+                )
             if booster.num_features() != len(self.features):
                 raise ValueError(
                     f"{name} takes {booster.num_features()} features, its component "
@@ -225,6 +235,7 @@ class PUModel:
             raise ValueError(f"{MODEL_FILE} is not a pulsnar-dask model: {exc}") from None
         if fmt != FORMAT:
             raise ValueError(f"model format {fmt} is not one this version reads ({FORMAT})")
+        _check_description(data)
         components = [
             Component(c["features"], [read(name) for name in c["models"]], _map(c["calibration"]))
             for c in data["components"]
@@ -243,6 +254,83 @@ class PUModel:
             data["settings"],
             data["version"],
         )
+
+
+_DESCRIPTION_KEYS = (
+    "schema", "components", "calibration", "kind", "alpha", "alpha_interval", "method",
+    "settings", "version",
+)  # fmt: skip
+
+
+def _check_description(data: Any) -> None:
+    """Refuse a ``model.json`` that :meth:`PUModel.to_files` cannot have written: a key
+    missing, a kind or method it does not know, no component, a component without fold
+    models or with features the schema lacks, a calibration map that maps nothing.
+
+    Raises
+    ------
+    ValueError
+        Naming what is wrong.
+    """
+    missing = [k for k in _DESCRIPTION_KEYS if k not in data]
+    if missing:
+        raise ValueError(f"{MODEL_FILE} lacks {', '.join(missing)}")
+    if data["kind"] not in ("subproblems", "retrain") or data["method"] not in (
+        "pulscar", "pulsnar"
+    ):  # fmt: skip
+        raise ValueError(
+            f"{MODEL_FILE}: unknown kind {data['kind']!r} or method {data['method']!r}"
+        )
+    try:
+        features = data["schema"]["features"]
+        names = [f["name"] for f in features]
+        types = {f["type"] for f in features}
+    except (KeyError, TypeError):
+        raise ValueError(f"{MODEL_FILE}: its schema lists no features by name and type") from None
+    if not names or len(set(names)) != len(names) or not types <= {"numeric", "categorical"}:
+        raise ValueError(
+            f"{MODEL_FILE}: its schema's features are none, named twice or of an unknown type"
+        )
+    components = data["components"]
+    if not isinstance(components, list) or not components:
+        raise ValueError(f"{MODEL_FILE} lists no components")
+    for c, component in enumerate(components):
+        try:
+            own, models = component["features"], component["models"]
+            _check_map(component["calibration"])
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"{MODEL_FILE}: component {c} is not a component's description"
+            ) from None
+        if not isinstance(models, list) or not models or not isinstance(own, list) or not own:
+            raise ValueError(f"{MODEL_FILE}: component {c} has no fold models or no features")
+        unknown = sorted(set(map(str, own)) - set(names))
+        if unknown:
+            raise ValueError(
+                f"{MODEL_FILE}: component {c} takes features its schema lacks: {', '.join(unknown)}"
+            )
+    _check_map(data["calibration"])
+
+
+def _check_map(data: Any) -> None:
+    """Refuse a calibration map's description that maps nothing (``None``: no map)."""
+    if data is None:
+        return
+    try:
+        method = data["method"]
+        if method == "isotonic":
+            x, y = np.asarray(data["x"], dtype=float), np.asarray(data["y"], dtype=float)
+            fine = (
+                x.ndim == 1 and x.size > 0 and x.shape == y.shape and bool(np.all(np.diff(x) >= 0))
+            )
+        else:
+            x = y = np.asarray([data["coef"], data["intercept"]], dtype=float)
+            fine = method == "sigmoid"
+        fine = fine and bool(np.isfinite(x).all() and np.isfinite(y).all())
+    except (KeyError, TypeError, ValueError):
+        fine = False
+    if not fine:
+        raise ValueError(f"{MODEL_FILE}: a calibration map that maps nothing: {data!r:.80}")
 
 
 def package_version() -> str:
