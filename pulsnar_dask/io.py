@@ -343,6 +343,11 @@ def read_rows_to_score(
             raise PUError(f"column '{name}' of {path} is {dtype}; the model has it numeric")
         if text and is_numeric(dtype):
             raise PUError(f"column '{name}' of {path} is {dtype}; the model's categories are text")
+    if (id_col or DEFAULT_ID) in schema.names and (id_col or DEFAULT_ID) in frame.columns:
+        raise PUError(
+            f"column '{id_col or DEFAULT_ID}' of {path} is one of the model's features, so it "
+            "cannot be the rows' ids too: name another id column with --id-col"
+        )
     id_col = id_col or DEFAULT_ID
     return _with_ids(frame, schema.names, id_col, client), id_col
 

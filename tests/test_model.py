@@ -319,6 +319,11 @@ SCORE_MISTAKES = {
         ["--id-col", "uid"],
         f"id column 'uid' has {N_SCORED - 1} duplicate value(s); each row needs its own id",
     ),
+    "id column is a feature": (
+        lambda f: f,
+        ["--id-col", "f0"],
+        "column 'f0' of INPUT is one of the model's features, so it cannot be the rows' ids",
+    ),
     "out is the run": (lambda f: f, ["--out", "RUN"], "and the model RUN overlap"),
     "out is the model": (lambda f: f, ["--out", "RUN/model"], "and the model RUN overlap"),
     "out is the input": (lambda f: f, ["--out", "INPUT"], "and the input INPUT overlap"),
