@@ -347,8 +347,12 @@ def _synth(args: argparse.Namespace) -> None:
                 random_state=args.seed,
             )
         n_rows, true_alpha = write_pu_parquet(chunks, out)
+    except PUError:
+        raise
     except ValueError as exc:
         raise PUError(f"cannot generate this data: {exc}") from None
+    except MemoryError as exc:
+        raise PUError(f"cannot generate this data: not enough memory ({exc})") from None
     print(f"wrote {n_rows} rows to {out} (true alpha {true_alpha:.4f}, {generator} generator)")
 
 

@@ -528,7 +528,27 @@ def bad_inputs(tmp_path_factory):
     cases["one resample"] = (
         put("ok5", frame),
         ["--interval-resamples", "1"],
-        "must be 0 (no interval) or at least 2, got 1",
+        "must be 0 (no interval) or from 2 to 100000, got 1",
+    )
+    cases["resamples past any use"] = (
+        put("ok5", frame),
+        ["--interval-resamples", "99999999999999999999"],
+        "must be 0 (no interval) or from 2 to 100000, got 99999999999999999999",
+    )
+    cases["infinite ratio"] = (
+        put("ok5", frame),
+        ["--max-unlabeled-ratio", "inf"],
+        "max_unlabeled_ratio must be a positive number (or None), got inf",
+    )
+    cases["one cluster row"] = (
+        put("ok5", frame),
+        ["--max-cluster-rows", "1"],
+        "max_cluster_rows must be at least 2, got 1",
+    )
+    cases["iterations past the seeds"] = (
+        put("ok5", frame),
+        ["--iterations", "99999999999999999999"],
+        "iterations must be at most 4294967296, got 99999999999999999999",
     )
     cases["misspelt xgboost parameter"] = (
         put("ok6", frame),
@@ -600,7 +620,8 @@ BAD_INPUTS = [
     "list feature named", "identifier named", "output is the input", "output inside the input",
     "output holds other files",
     "folds 1", "bin method", "storage options", "cluster fraction",
-    "one resample", "misspelt xgboost parameter", "xgboost parameter value",
+    "one resample", "resamples past any use", "infinite ratio", "one cluster row",
+    "iterations past the seeds", "misspelt xgboost parameter", "xgboost parameter value",
     "xgboost objective", "xgboost num_class", "xgboost booster", "xgboost weight", "xgboost seed",
     "per-feature xgboost parameter", "true label as text", "true label missing", "negative seed",
     "seed with iterations",

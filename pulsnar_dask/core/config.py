@@ -10,6 +10,7 @@ read it at start-up.
 from __future__ import annotations
 
 import json
+import math
 import numbers
 import textwrap
 from collections.abc import Callable, Mapping
@@ -37,6 +38,7 @@ DEFAULT_TAIL_FRACTION = 0.1
 DEFAULT_N_ROUNDS = 100
 # Seeds run from 0 to this (numpy's and scikit-learn's range of random states).
 MAX_SEED = 2**32 - 1
+MAX_RESAMPLES = 100_000  # the interval's bootstrap: 30 by default; more only costs time
 
 
 def check_seed(seed: Any, iterations: int = 1) -> None:
@@ -47,6 +49,8 @@ def check_seed(seed: Any, iterations: int = 1) -> None:
     ------
     ValueError
     """
+    if iterations > MAX_SEED + 1:
+        raise ValueError(f"iterations must be at most {MAX_SEED + 1}, got {iterations}")
     top = MAX_SEED - max(iterations, 1) + 1
     whole = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
     if not whole or not 0 <= seed <= top:
@@ -386,16 +390,17 @@ class PUConfig:
         at_least_or_none = {
             "n_clusters": 1,
             "max_cluster_features": 1,
-            "max_cluster_rows": 1,
+            "max_cluster_rows": 2,
             "max_train_rows": 100,
         }
         for name, low in [*at_least.items(), *at_least_or_none.items()]:
             value = getattr(self, name)
             if (value is not None or name in at_least) and not value >= low:
                 raise ValueError(f"{name} must be at least {low}, got {value}")
-        if self.max_unlabeled_ratio is not None and not self.max_unlabeled_ratio > 0:
+        if self.max_unlabeled_ratio is not None and not 0 < self.max_unlabeled_ratio < math.inf:
             raise ValueError(
-                f"max_unlabeled_ratio must be positive (or None), got {self.max_unlabeled_ratio}"
+                "max_unlabeled_ratio must be a positive number (or None), got "
+                f"{self.max_unlabeled_ratio}"
             )
         if not 0 <= self.min_cluster_fraction < 1:
             raise ValueError(
@@ -403,9 +408,9 @@ class PUConfig:
             )
         if not 0 <= self.claim_overlap <= 1:
             raise ValueError(f"claim_overlap must be in [0, 1], got {self.claim_overlap}")
-        if self.interval_resamples < 0 or self.interval_resamples == 1:
+        if not (self.interval_resamples == 0 or 2 <= self.interval_resamples <= MAX_RESAMPLES):
             raise ValueError(
-                f"interval_resamples must be 0 (no interval) or at least 2, got "
+                f"interval_resamples must be 0 (no interval) or from 2 to {MAX_RESAMPLES}, got "
                 f"{self.interval_resamples}"
             )
 
