@@ -67,6 +67,11 @@ def test_bad_configs_are_refused(tmp_path):
         load_cluster_config(tmp_path / "broken.yaml")
     with pytest.raises(PUError, match="does not exist"):
         load_cluster_config(tmp_path / "missing.yaml")
+    (tmp_path / "binary.yaml").write_bytes(b"PAR1\xff\xfe\x00")
+    with pytest.raises(PUError, match=r"binary\.yaml is not a text file"):
+        load_cluster_config(tmp_path / "binary.yaml")
+    with pytest.raises(PUError, match=r"cannot read cluster config .*: Is a directory"):
+        load_cluster_config(tmp_path)
     with pytest.raises(PUError, match="needs an 'address'"):
         make_cluster({"type": "scheduler"})
 
@@ -93,6 +98,8 @@ def test_a_local_cluster_of_threads_starts(tmp_path):
     ("text", "message"),
     [
         ("n_worker: 2", "cluster config of type 'local': unknown option(s) n_worker"),
+        ("n_workers: -3", "n_workers must be at least 1, got -3"),
+        ("threads_per_worker: two", "threads_per_worker must be at least 1, got 'two'"),
         ("memory_limit: lots", "cannot start the cluster of {path}: Could not interpret 'lots'"),
     ],
 )

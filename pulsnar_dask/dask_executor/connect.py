@@ -54,6 +54,10 @@ def load_cluster_config(path: str | Path) -> dict[str, Any]:
         config = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
         raise PUError(f"cluster config {path} does not exist") from None
+    except UnicodeDecodeError:
+        raise PUError(f"cluster config {path} is not a text file") from None
+    except OSError as exc:  # a folder, no permission
+        raise PUError(f"cannot read cluster config {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise PUError(f"cluster config {path} is not valid YAML: {exc}") from None
     if not isinstance(config, dict) or config.get("type") not in CLUSTER_TYPES:
@@ -137,6 +141,12 @@ def _check_local_options(options: dict[str, Any]) -> None:
             f"cluster config of type 'local': unknown option(s) {', '.join(unknown)} "
             "(see distributed.LocalCluster's parameters)"
         )
+    for name in ("n_workers", "threads_per_worker"):  # else the job waits for workers for ever
+        value = options.get(name, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise PUError(
+                f"cluster config of type 'local': {name} must be at least 1, got {value!r}"
+            )
 
 
 def check_speaks_dask(address: str, timeout: float) -> None:
