@@ -256,6 +256,13 @@ def open_parquet(
         if not files:
             return dd.read_parquet(path, storage_options=storage_options), None
         schema, filled = read_schema(fs, files, path)
+        index = named_index(schema)
+        if index:  # Dask reads such a column as no column, or fails on it
+            raise PUError(
+                f"{path} stores {', '.join(index)} as a pandas index, which the Parquet "
+                "reader does not give back as a column; write it as a column "
+                "(frame.reset_index().to_parquet(...))"
+            )
         frame = dd.read_parquet(path, storage_options=storage_options)
         if filled:  # files with no value in a column give pandas objects there
             frame = frame.astype(filled)
@@ -264,6 +271,31 @@ def open_parquet(
         raise
     except Exception as exc:  # pyarrow raises several types for non-Parquet input
         raise PUError(f"input {path} is not a readable Parquet file or dataset: {exc}") from None
+
+
+def named_index(schema: Any) -> list[str]:
+    """The columns pandas stored as its frame's index (``to_parquet`` of a frame after
+    ``set_index``, as a column or, for consecutive numbers, as a range), which Dask
+    2026.8 reads as no column, or fails on as it computes. An unnamed index (row labels)
+    is not listed: it holds no feature.
+
+    Parameters
+    ----------
+    schema : pyarrow.Schema
+        A file's schema, with the metadata pandas wrote.
+
+    Returns
+    -------
+    list of str
+    """
+    meta = (schema.metadata or {}).get(b"pandas")
+    if not meta:
+        return []
+    names = [  # a column's name, or a range index's (kept as numbers, no column)
+        c if isinstance(c, str) else c.get("name")
+        for c in json.loads(meta).get("index_columns", [])
+    ]
+    return [n for n in names if n and not re.fullmatch(r"__index_level_\d+__", n)]
 
 
 def _require_named(frame: dd.DataFrame, path: str, roles: list[tuple[str, str | None]]) -> None:

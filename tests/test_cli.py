@@ -530,6 +530,12 @@ def bad_inputs(tmp_path_factory):
         ["--interval-resamples", "1"],
         "must be 0 (no interval) or from 2 to 100000, got 1",
     )
+    frame.set_index("f0").to_parquet(tmp_path / "indexed.parquet")  # pandas keeps the index
+    cases["column as pandas index"] = (
+        str(tmp_path / "indexed.parquet"),
+        [],
+        "stores f0 as a pandas index, which the Parquet reader does not give back as a column",
+    )
     cases["resamples past any use"] = (
         put("ok5", frame),
         ["--interval-resamples", "99999999999999999999"],
@@ -620,7 +626,7 @@ BAD_INPUTS = [
     "list feature named", "identifier named", "output is the input", "output inside the input",
     "output holds other files",
     "folds 1", "bin method", "storage options", "cluster fraction",
-    "one resample", "resamples past any use", "infinite ratio", "one cluster row",
+    "one resample", "column as pandas index", "resamples past any use", "infinite ratio", "one cluster row",
     "iterations past the seeds", "misspelt xgboost parameter", "xgboost parameter value",
     "xgboost objective", "xgboost num_class", "xgboost booster", "xgboost weight", "xgboost seed",
     "per-feature xgboost parameter", "true label as text", "true label missing", "negative seed",
