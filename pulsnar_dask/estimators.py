@@ -9,8 +9,10 @@ run the one pipeline (:mod:`pulsnar_dask.pipeline.stages`); their parameters are
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import dask.dataframe as dd
@@ -24,6 +26,7 @@ from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import PUConfig, parameter_docs
 from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.errors import PUError
+from pulsnar_dask.pipeline.checks import check_representable, unrepresentable_counts
 from pulsnar_dask.pipeline.in_process import check_2d
 from pulsnar_dask.pipeline.result import JobResult
 from pulsnar_dask.pipeline.stages import run_pipeline
@@ -170,6 +173,15 @@ class PULSCAR(BaseEstimator):
     def _config(self) -> PUConfig:
         """The settings, checked once (ValueError naming the bad one)."""
         values = {name: getattr(self, name) for name in self._settings}
+        if self.xgb_params is not None and not isinstance(self.xgb_params, Mapping):
+            raise PUError(
+                f"xgb_params must be a dict of XGBoost parameters, got {self.xgb_params!r}"
+            )
+        if isinstance(self.categorical_features, str):  # would be read letter by letter
+            raise PUError(
+                "categorical_features must be a list of column names, got the string "
+                f"{self.categorical_features!r}"
+            )
         values["xgb_params"] = dict(self.xgb_params or {})
         return PUConfig(
             **values, n_threads=self.n_jobs, calibration_method=self.calibration or "isotonic"
@@ -194,6 +206,16 @@ class PULSCAR(BaseEstimator):
                 stacklevel=3,
             )
         declared = list(self.categorical_features or [])
+        if hasattr(X, "columns"):
+            names = pd.Index([str(c) for c in X.columns])
+            if names.has_duplicates:
+                twice = ", ".join(map(repr, names[names.duplicated()].unique()))
+                raise PUError(f"X has more than one column named {twice}; each needs its own")
+        if isinstance(X, dd.DataFrame) and not isinstance(y, dd.Series):
+            raise PUError(
+                "with a Dask dataframe X, y must be a Dask series of its rows, got "
+                f"{type(y).__name__}"
+            )
         if isinstance(X, dd.DataFrame):
             from distributed import default_client
 
@@ -287,7 +309,14 @@ class PULSCAR(BaseEstimator):
             meta = pd.DataFrame({"negative": [], "positive": []}, dtype=float)
             scored = X[model.schema.names].map_partitions(_proba_part, model, meta=meta)
             return scored.to_dask_array()
-        return _proba_part(self._frame(model, X), model).to_numpy()
+        frame = self._frame(model, X)
+        numeric = [n for n in model.schema.names if n not in model.schema.categories]
+        counts = None
+        with contextlib.suppress(ValueError, TypeError):  # text: refused by the encoding
+            counts = unrepresentable_counts(frame[numeric]).iloc[0]
+        if counts is not None:
+            check_representable(counts)
+        return _proba_part(frame, model).to_numpy()
 
     def predict(self, X: Any) -> Any:
         """1 where the calibrated probability of being positive is at least 0.5, else 0
@@ -307,6 +336,8 @@ class PULSCAR(BaseEstimator):
             X = X.set_axis([str(c) for c in X.columns], axis=1)
             cls._check_columns(model, X.columns)
             return X
+        if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
+            raise PUError("sparse X is not supported: pass a dense array (X.toarray())")
         X = np.asarray(X)
         check_2d(X)
         if X.shape[1] != len(model.schema.names):
@@ -344,6 +375,7 @@ class PULSCAR(BaseEstimator):
             }
         )
         estimator.model_ = model
+        estimator.n_features_in_ = len(model.schema.names)
         estimator.alpha_ = model.alpha
         estimator.method_ = model.method
         return estimator

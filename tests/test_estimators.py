@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -140,6 +142,32 @@ def test_calibration_and_classification_improve_on_pu_labels(snar):
 def test_bad_inputs(X, y, message):
     with pytest.raises(ValueError, match=message):
         PULSCAR().fit(X, y)
+
+
+def test_api_misuse_is_one_clear_error(snar, tmp_path):
+    """A string for a list, a list for a dict, repeated column names, sparse or infinite
+    rows to score: each a PUError naming it rather than a TypeError from within."""
+    import scipy.sparse
+
+    from pulsnar_dask.errors import PUError
+
+    X, y = snar.X[:, :3], snar.label
+    for estimator, data, message in [
+        (PULSCAR(categorical_features="x0"), X, "a list of column names, got the string 'x0'"),
+        (PULSCAR(xgb_params=[1]), X, "xgb_params must be a dict of XGBoost parameters"),
+        (PULSCAR(), pd.DataFrame(X, columns=["a", "a", "b"]), "more than one column named 'a'"),
+    ]:
+        with pytest.raises(PUError, match=re.escape(message)):
+            estimator.fit(data, y)
+    fitted = PULSCAR(interval_resamples=0).fit(X, y)
+    with pytest.raises(PUError, match=re.escape("sparse X is not supported")):
+        fitted.predict_proba(scipy.sparse.csr_matrix(X))
+    infinite = X.copy()
+    infinite[3, 1] = np.inf
+    with pytest.raises(PUError, match=re.escape("which the models cannot hold: x1 (1 row)")):
+        fitted.predict_proba(infinite)
+    fitted.save(str(tmp_path / "m"))
+    assert PULSCAR.load(str(tmp_path / "m")).n_features_in_ == 3
 
 
 def test_a_retrain_without_unlabeled_rows_left_is_refused_in_one_line():
