@@ -211,10 +211,10 @@ class PULSCAR(BaseEstimator):
             if names.has_duplicates:
                 twice = ", ".join(map(repr, names[names.duplicated()].unique()))
                 raise PUError(f"X has more than one column named {twice}; each needs its own")
-        if isinstance(X, dd.DataFrame) and not isinstance(y, dd.Series):
+        if isinstance(X, dd.DataFrame) and not isinstance(y, (dd.Series, pd.Series)):
             raise PUError(
-                "with a Dask dataframe X, y must be a Dask series of its rows, got "
-                f"{type(y).__name__}"
+                "with a Dask dataframe X, y must be a Dask or pandas series on X's index, "
+                f"got {type(y).__name__}"
             )
         if isinstance(X, dd.DataFrame):
             from distributed import default_client

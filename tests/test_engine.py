@@ -321,6 +321,12 @@ def test_estimators_take_dask_collections_and_a_client(client, data):
     mixed = PULSCAR(random_state=2, interval_resamples=0).fit(ddf, y, client=client)
     alone = PULSCAR(random_state=2, interval_resamples=0).fit(ddf, dy, client=client)
     assert mixed.alpha_ == alone.alpha_
+    from pulsnar_dask.errors import PUError
+
+    with pytest.raises(
+        PUError, match="y must be a Dask or pandas series on X's index, got ndarray"
+    ):
+        PULSCAR(interval_resamples=0).fit(ddf, d.label, client=client)
 
 
 def test_repeated_rows_share_a_fold_on_every_path(client, tmp_path):
