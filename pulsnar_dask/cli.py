@@ -385,6 +385,15 @@ def _import_in_background(modules: Sequence[str]) -> None:
     threading.Thread(target=run, name="pulsnar-late-imports", daemon=True).start()
 
 
+def _check_nothing_empty(args: argparse.Namespace) -> None:
+    """Refuse a path, address or column name given as an empty string: it would read as
+    the current folder, no scheduler, or a column without a name."""
+    for name, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            raise PUError(f"--{name.replace('_', '-')} is given an empty value")
+
+
 def _check_new_local_file(path: str, option: str) -> None:
     """Refuse a path for a file the run writes outside its output location where
     something is already, where its folder is missing or cannot be written, or where it
@@ -679,6 +688,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _terminate)
     try:
         args = build_parser().parse_args(argv)
+        _check_nothing_empty(args)
         if args.command in ("run", "score", "demo"):
             _hide_gpus_from_cpu_runs(args)  # before XGBoost, or a worker, starts
             if not _names_a_cluster(args):

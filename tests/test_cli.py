@@ -536,6 +536,11 @@ def bad_inputs(tmp_path_factory):
         [],
         "stores f0 as a pandas index, which the Parquet reader does not give back as a column",
     )
+    cases["empty scheduler address"] = (
+        put("ok5", frame),
+        ["--scheduler", " "],
+        "--scheduler is given an empty value",
+    )
     cases["resamples past any use"] = (
         put("ok5", frame),
         ["--interval-resamples", "99999999999999999999"],
@@ -626,7 +631,8 @@ BAD_INPUTS = [
     "list feature named", "identifier named", "output is the input", "output inside the input",
     "output holds other files",
     "folds 1", "bin method", "storage options", "cluster fraction",
-    "one resample", "column as pandas index", "resamples past any use", "infinite ratio",
+    "one resample", "empty scheduler address", "column as pandas index",
+    "resamples past any use", "infinite ratio",
     "one cluster row", "iterations past the seeds", "misspelt xgboost parameter",
     "xgboost parameter value",
     "xgboost objective", "xgboost num_class", "xgboost booster", "xgboost weight", "xgboost seed",
