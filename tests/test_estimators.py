@@ -144,6 +144,17 @@ def test_bad_inputs(X, y, message):
         PULSCAR().fit(X, y)
 
 
+def test_a_fixed_cluster_count_that_is_not_kept_is_said(snar, caplog):
+    est = PULSNAR(method="pulsnar", n_clusters=40, interval_resamples=0, random_state=0)
+    with caplog.at_level("WARNING", logger="pulsnar_dask.pipeline.clusters"):
+        est.fit(snar.X, snar.label)
+    assert est.n_clusters_ < 40
+    assert (
+        f"40 clusters were asked for and {est.n_clusters_} kept: the mixture had 40 components, "
+        "and those holding fewer than 12 positives (min_cluster_fraction) were merged"
+    ) in caplog.text
+
+
 def test_api_misuse_is_one_clear_error(snar, tmp_path):
     """A string for a list, a list for a dict, repeated column names, sparse or infinite
     rows to score: each a PUError naming it rather than a TypeError from within."""

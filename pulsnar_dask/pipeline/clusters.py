@@ -3,6 +3,7 @@ cluster."""
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +35,8 @@ from pulsnar_dask.core.subtypes import (
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.executor import Executor
 from pulsnar_dask.pipeline.job import Job, Reading
+
+logger = logging.getLogger(__name__)
 
 
 def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[SubproblemResult]]:
@@ -150,4 +153,14 @@ def cluster_positives(
     raw = raw[order].astype(np.int64)
     rank = component_ranks(np.bincount(raw, minlength=chosen.n_components), kept)
     profiles = profiles_of(profile.renumbered(rank), names)
-    return make_clustering(chosen, bic, rank[raw], gain, model_idx, cluster_idx, profiles)
+    clustering = make_clustering(chosen, bic, rank[raw], gain, model_idx, cluster_idx, profiles)
+    if config.n_clusters is not None and clustering.n_clusters != config.n_clusters:
+        logger.warning(
+            "%d clusters were asked for and %d kept: the mixture had %d components, and "
+            "those holding fewer than %d positives (min_cluster_fraction) were merged",
+            config.n_clusters,
+            clustering.n_clusters,
+            chosen.n_components,
+            min_cluster_size(config, n_positives),
+        )
+    return clustering
