@@ -113,6 +113,8 @@ def main() -> None:
     parser.add_argument("--name", default="scale", help="results file name")
     args = parser.parse_args()
     args.data.mkdir(parents=True, exist_ok=True)
+    report = RESULTS / f"{args.name}_performance_report.html"
+    report.unlink(missing_ok=True)  # this job's own, from a run before: the CLI replaces none
     rows, stages, seconds = [], [], []
     with ProcessCluster(
         args.data, n_workers=args.workers, memory_limit=args.memory_limit, nanny=args.nanny
@@ -132,10 +134,7 @@ def main() -> None:
             extra += ["--calibrate"] * args.calibrate + ["--classify"] * args.classify
             extra += ["--xgb-params", args.xgb_params] if args.xgb_params else []
             if n_unlab == max(args.sizes) and not args.no_performance_report:
-                extra += [
-                    "--performance-report",
-                    str(RESULTS / f"{args.name}_performance_report.html"),
-                ]
+                extra += ["--performance-report", str(report)]
             summary = timed_run(
                 [
                     "--input", str(path), "--method", args.method, "--out",

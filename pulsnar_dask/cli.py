@@ -301,11 +301,12 @@ def config_from_args(args: argparse.Namespace) -> PUConfig:
 
 def _synth(args: argparse.Namespace) -> None:
     from pulsnar_dask.datasets.synthetic import iter_pu_chunks, make_pu_data, paper_generator_bytes
-    from pulsnar_dask.io import write_pu_parquet
+    from pulsnar_dask.io import check_replaceable_dataset, write_pu_parquet
 
     if "://" in args.out:
         raise PUError(f"--out {args.out}: synth writes a local folder, not a URL")
     out = Path(args.out)
+    check_replaceable_dataset(out)  # before drawing what may be gigabytes
     if (out.exists() or out.is_symlink()) and not args.overwrite:
         raise PUError(f"{out} already exists; pass --overwrite to replace it")
     generator = args.generator

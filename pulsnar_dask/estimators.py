@@ -296,7 +296,8 @@ class PULSCAR(BaseEstimator):
         X : array-like or dask.dataframe.DataFrame
             Rows with the features the model was fitted on: a frame with those columns
             (others are ignored), or an array with them in order. Categories it has not
-            seen count as missing.
+            seen count as missing. In memory, values float32 cannot hold (infinite ones)
+            are refused; a Dask dataframe is scored as it is, lazily, unchecked.
 
         Returns
         -------

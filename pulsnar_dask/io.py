@@ -295,7 +295,8 @@ def named_index(schema: Any) -> list[str]:
         c if isinstance(c, str) else c.get("name")
         for c in json.loads(meta).get("index_columns", [])
     ]
-    return [n for n in names if n and not re.fullmatch(r"__index_level_\d+__", n)]
+    unnamed = r"__index_level_\d+__|__null_dask_index__"  # pandas' and Dask's row labels
+    return [n for n in names if n and not re.fullmatch(unnamed, n)]
 
 
 def _require_named(frame: dd.DataFrame, path: str, roles: list[tuple[str, str | None]]) -> None:
@@ -375,12 +376,12 @@ def read_rows_to_score(
             raise PUError(f"column '{name}' of {path} is {dtype}; the model has it numeric")
         if text and is_numeric(dtype):
             raise PUError(f"column '{name}' of {path} is {dtype}; the model's categories are text")
-    if (id_col or DEFAULT_ID) in schema.names and (id_col or DEFAULT_ID) in frame.columns:
-        raise PUError(
-            f"column '{id_col or DEFAULT_ID}' of {path} is one of the model's features, so it "
-            "cannot be the rows' ids too: name another id column with --id-col"
-        )
     id_col = id_col or DEFAULT_ID
+    if id_col in schema.names:  # and so in the input, checked above
+        raise PUError(
+            f"column '{id_col}' of {path} is one of the model's features, so it cannot be "
+            "the rows' ids too: name another id column with --id-col"
+        )
     return _with_ids(frame, schema.names, id_col, client), id_col
 
 
@@ -523,7 +524,7 @@ def write_pu_parquet(chunks: Iterable[PUData], out: Path) -> tuple[int, float]:
         Rows written and the fraction of positives among the unlabeled ones.
     """
     out = Path(out)
-    _check_replaceable_dataset(out)
+    check_replaceable_dataset(out)
     staging = out.with_name(f".{out.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -545,19 +546,24 @@ def write_pu_parquet(chunks: Iterable[PUData], out: Path) -> tuple[int, float]:
     return n_rows, n_hidden / max(n_unlabeled, 1)
 
 
-def _check_replaceable_dataset(out: Path) -> None:
+def check_replaceable_dataset(out: Path) -> None:
     """Refuse to replace anything at ``out`` but a dataset :func:`write_pu_parquet` wrote
-    (a folder of ``part.N.parquet`` files)."""
+    (a folder of ``part.N.parquet`` files).
+
+    Raises
+    ------
+    PUError
+        Naming what is there.
+    """
     if not (out.exists() or out.is_symlink()):
         return
     if not out.is_dir() or out.is_symlink():
         raise PUError(f"{out} exists and is not a folder of Parquet parts; nothing was replaced")
-    other = sorted(p.name for p in out.iterdir() if not re.fullmatch(r"part\.\d+\.parquet", p.name))
+    other = [p.name for p in out.iterdir() if not re.fullmatch(r"part\.\d+\.parquet", p.name)]
     if other:
-        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
         raise PUError(
-            f"{out} holds {shown}, which synthetic data does not: only a dataset written "
-            "here before (part.N.parquet files) is replaced"
+            f"{out} holds {first_names(other)}, which synthetic data does not: only a "
+            "dataset written here before (part.N.parquet files) is replaced"
         )
 
 
@@ -618,21 +624,32 @@ def write_model(model: PUModel, url: str, storage_options: dict[str, Any] | None
 
 def _saved_model_files(fs: Any, path: str, url: str) -> list[str]:
     """The names of the files of a model saved at ``path`` before (none where nothing is
-    there); refuses a file, and a folder holding anything else."""
+    there); refuses a file, and a folder holding anything else but hidden files (a file
+    browser's ``.DS_Store``)."""
+    fs.invalidate_cache()
     if not fs.exists(path):
         return []
     if not fs.isdir(path):
         raise PUError(f"{url} is a file; a model is saved as a folder")
-    entries = fs.ls(path, detail=True)
-    names = [Path(e["name"].rstrip("/")).name for e in entries]
-    other = sorted(
-        n for e, n in zip(entries, names, strict=True)
-        if e["type"] != "file" or not (n == MODEL_FILE or MODEL_PART.fullmatch(n))
-    )  # fmt: skip
+    names = [n for n in folder_names(fs, path) if not n.startswith(".")]
+    other = [n for n in names if not (n == MODEL_FILE or MODEL_PART.fullmatch(n))]
     if other:
-        shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
         raise PUError(
-            f"{url} holds {shown}, which a saved model does not: save a model to a new "
-            "folder, or over a model saved before"
+            f"{url} holds {first_names(other)}, which a saved model does not: save a model to "
+            "a new folder, or over a model saved before"
         )
     return names
+
+
+def folder_names(fs: Any, folder: str) -> list[str]:
+    """The names directly under an existing ``folder`` of ``fs`` (an object store's marker
+    of the folder itself is not one)."""
+    folder = folder.rstrip("/")
+    paths = (p.rstrip("/") for p in fs.ls(folder, detail=False))
+    return [p.rsplit("/", 1)[-1] for p in paths if p != folder]
+
+
+def first_names(names: Sequence[str], k: int = 5) -> str:
+    """``a, b, c``: the first ``k`` of ``names`` sorted, and how many more there are."""
+    names = sorted(names)
+    return ", ".join(names[:k]) + (f" and {len(names) - k} more" if len(names) > k else "")

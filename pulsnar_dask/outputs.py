@@ -97,12 +97,13 @@ class RunOutput:
     def _entries(self, folder: str | None = None) -> list[str]:
         """Names directly under ``folder`` (default: the location; none when it does not
         exist; an object store's marker of the folder itself is not one)."""
+        from pulsnar_dask.io import folder_names
+
         folder = folder or self.path
         self.fs.invalidate_cache()
         if not self.fs.exists(folder) or not self.fs.isdir(folder):
             return []
-        paths = (p.rstrip("/") for p in self.fs.ls(folder, detail=False))
-        return [p.rsplit("/", 1)[-1] for p in paths if p != folder]
+        return folder_names(self.fs, folder)
 
     def check_apart_from(self, url: str, role: str = "input") -> None:
         """Refuse an output location that is, holds or lies inside ``url`` (the input, or

@@ -549,7 +549,7 @@ def bad_inputs(tmp_path_factory):
     cases["infinite ratio"] = (
         put("ok5", frame),
         ["--max-unlabeled-ratio", "inf"],
-        "max_unlabeled_ratio must be a positive number (or None), got inf",
+        "max_unlabeled_ratio must be a finite positive number (None or 0: no cap), got inf",
     )
     cases["one cluster row"] = (
         put("ok5", frame),
@@ -784,6 +784,22 @@ def test_string_ids_key_the_folds_and_the_predictions(tmp_path, capsys):
 
 def test_all_bad_inputs_are_covered(bad_inputs):
     assert sorted(bad_inputs) == sorted(BAD_INPUTS)
+
+
+def test_row_labels_stored_as_an_index_are_read_as_before(tmp_path):
+    """pandas' unnamed index (row labels) and Dask's own (``__null_dask_index__``) are
+    stored as index columns too, but hold no feature: they are not refused."""
+    import dask.dataframe as dd
+
+    from pulsnar_dask.io import open_parquet
+
+    frame = pd.DataFrame({"f0": np.arange(40.0), "label": [1] * 10 + [0] * 30})
+    frame.iloc[::-1].to_parquet(tmp_path / "pandas.parquet")
+    dd.from_pandas(frame, npartitions=2).to_parquet(tmp_path / "dask")
+    for path in (tmp_path / "pandas.parquet", tmp_path / "dask"):
+        opened, _ = open_parquet(str(path))
+        assert list(opened.columns) == ["f0", "label"]
+        assert sorted(opened.compute()["f0"]) == list(frame["f0"])
 
 
 def test_text_columns_are_categorical_and_others_skipped_with_a_warning(tmp_path, caplog):

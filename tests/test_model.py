@@ -193,6 +193,12 @@ def test_a_model_is_saved_over_nothing_but_a_model(fitted, tmp_path):
     with pytest.raises(PUError, match="is a file; a model is saved as a folder"):
         fitted.save(str(tmp_path / "file"))
     assert (tmp_path / "file").read_text() == "mine"
+    # a file browser's hidden file is neither a model's nor in the way, and stays
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / ".DS_Store").write_text("finder")
+    fitted.save(str(tmp_path / "m"))
+    assert (tmp_path / "m" / ".DS_Store").read_text() == "finder"
+    assert (tmp_path / "m" / "model.json").exists()
 
 
 def test_predict_proba_follows_scikit_learns_conventions(fitted, snar):
@@ -417,15 +423,15 @@ CORRUPT_MODELS = {  # what is done to a copy of the run's model folder -> the on
     ),
     "calibration cut short": (
         _edited(lambda d: _first_map(d).update(x=_first_map(d)["x"][:-1])),
-        "a calibration map that maps nothing",
+        "not a calibration map this version reads",
     ),
     "calibration of text": (
         _edited(lambda d: _first_map(d).update(x="abc")),
-        "a calibration map that maps nothing",
+        "not a calibration map this version reads",
     ),
     "calibration method unknown": (
         _edited(lambda d: _first_map(d).update(method="magic")),
-        "a calibration map that maps nothing",
+        "not a calibration map this version reads",
     ),
     "truncated fold": (
         lambda m: (m / "component0-fold0.json").write_bytes(

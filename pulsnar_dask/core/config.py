@@ -399,7 +399,7 @@ class PUConfig:
                 raise ValueError(f"{name} must be at least {low}, got {value}")
         if self.max_unlabeled_ratio is not None and not 0 < self.max_unlabeled_ratio < math.inf:
             raise ValueError(
-                "max_unlabeled_ratio must be a positive number (or None), got "
+                "max_unlabeled_ratio must be a finite positive number (None or 0: no cap), got "
                 f"{self.max_unlabeled_ratio}"
             )
         if not 0 <= self.min_cluster_fraction < 1:

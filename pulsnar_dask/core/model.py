@@ -265,7 +265,7 @@ _DESCRIPTION_KEYS = (
 def _check_description(data: Any) -> None:
     """Refuse a ``model.json`` that :meth:`PUModel.to_files` cannot have written: a key
     missing, a kind or method it does not know, no component, a component without fold
-    models or with features the schema lacks, a calibration map that maps nothing.
+    models or with features the schema lacks, a calibration map it cannot apply.
 
     Raises
     ------
@@ -313,7 +313,8 @@ def _check_description(data: Any) -> None:
 
 
 def _check_map(data: Any) -> None:
-    """Refuse a calibration map's description that maps nothing (``None``: no map)."""
+    """Refuse a calibration map's description this version cannot apply: an unknown
+    method, knots missing or not numbers, numbers not finite (``None``: no map)."""
     if data is None:
         return
     try:
@@ -330,7 +331,7 @@ def _check_map(data: Any) -> None:
     except (KeyError, TypeError, ValueError):
         fine = False
     if not fine:
-        raise ValueError(f"{MODEL_FILE}: a calibration map that maps nothing: {data!r:.80}")
+        raise ValueError(f"{MODEL_FILE}: not a calibration map this version reads: {data!r:.80}")
 
 
 def package_version() -> str:

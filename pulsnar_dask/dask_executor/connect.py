@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import logging
 import os
@@ -28,7 +29,8 @@ from typing import Any
 
 import dask
 import yaml
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, Nanny, Worker
+from distributed.core import Server
 
 from pulsnar_dask.dask_executor.forkserver import start_fork_server
 from pulsnar_dask.errors import PUError
@@ -126,11 +128,6 @@ def make_cluster(config: dict[str, Any]) -> Any:
 def _check_local_options(options: dict[str, Any]) -> None:
     """Refuse an option that neither ``LocalCluster`` nor the workers it starts take (a
     worker would fail to start on it, with a traceback)."""
-    import inspect
-
-    from distributed import Nanny, Worker
-    from distributed.core import Server
-
     known = set()
     for cls in (LocalCluster, Nanny, Worker, Server):
         parameters = inspect.signature(cls.__init__).parameters.values()
@@ -142,10 +139,12 @@ def _check_local_options(options: dict[str, Any]) -> None:
             "(see distributed.LocalCluster's parameters)"
         )
     for name in ("n_workers", "threads_per_worker"):  # else the job waits for workers for ever
-        value = options.get(name, 1)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        value = options.get(name)  # None: sized from the cores
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if value is not None and not (whole and value >= 1):
             raise PUError(
-                f"cluster config of type 'local': {name} must be at least 1, got {value!r}"
+                f"cluster config of type 'local': {name} must be a whole number of at least 1 "
+                f"(or none), got {value!r}"
             )
 
 
@@ -517,6 +516,8 @@ def connect(
             raise PUError(
                 f"cannot reach the Dask scheduler at {target} within {CONNECT_TIMEOUT_S} s: {exc}"
             ) from None
+        except PUError:  # said already
+            raise
         except (TypeError, ValueError) as exc:  # e.g. tls:// without its certificates
             _close_failed_client()
             raise PUError(f"cannot connect to the Dask scheduler at {target}: {exc}") from None

@@ -12,7 +12,7 @@ import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.map_reduce import identity
-from pulsnar_dask.core.mixture import component_ranks, kept_components, scaling
+from pulsnar_dask.core.mixture import MIN_CLUSTER_SIZE, component_ranks, kept_components, scaling
 from pulsnar_dask.core.positive_pieces import (
     column_medians,
     piece_clusters,
@@ -134,7 +134,8 @@ def cluster_positives(
         curves = fit_bic_curve(executor.map, scaled.apply(sample), config, seed, n_positives)
         chosen, bic, _ = choose_mixture(curves, config)
         counts = reduced(piece_components, scaled, chosen)
-        kept = kept_components(counts, min_cluster_size(config, n_positives))
+        least = min_cluster_size(config, n_positives)
+        kept = kept_components(counts, least)
         tops = schema.top_levels(sums.codes)
         described, names = schema.indicators(sample, columns, tops)
         with warnings.catch_warnings():
@@ -157,10 +158,12 @@ def cluster_positives(
     if config.n_clusters is not None and clustering.n_clusters != config.n_clusters:
         logger.warning(
             "%d clusters were asked for and %d kept: the mixture had %d components, and "
-            "those holding fewer than %d positives (min_cluster_fraction) were merged",
+            "those holding fewer than %d positives (min_cluster_fraction, never under %d) "
+            "were merged",
             config.n_clusters,
             clustering.n_clusters,
             chosen.n_components,
-            min_cluster_size(config, n_positives),
+            least,
+            MIN_CLUSTER_SIZE,
         )
     return clustering
