@@ -225,7 +225,9 @@ class PULSCAR(BaseEstimator):
             from pulsnar_dask.io import PUFrame
 
             client = client or default_client()
-            label, row_id = "__pu_label__", "__pu_row_id__"
+            # "y" as the user passed it, named so in any refusal of its values
+            label = "y" if "y" not in X.columns else "__pu_label__"
+            row_id = "__pu_row_id__"
             frame = with_row_ids(X.assign(**{label: y}), row_id, client)
             names = [str(c) for c in X.columns]
             categorical = categorical_columns(X.dtypes, names, declared)

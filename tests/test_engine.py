@@ -327,6 +327,9 @@ def test_estimators_take_dask_collections_and_a_client(client, data):
         PUError, match="y must be a Dask or pandas series on X's index, got ndarray"
     ):
         PULSCAR(interval_resamples=0).fit(ddf, d.label, client=client)
+    two = dd.from_pandas(y.where(y == 0, 2), npartitions=3)
+    with pytest.raises(PUError, match="label column 'y' must hold only the numbers 0 and 1"):
+        PULSCAR(interval_resamples=0).fit(ddf, two, client=client)
 
 
 def test_repeated_rows_share_a_fold_on_every_path(client, tmp_path):
