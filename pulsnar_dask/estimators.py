@@ -313,10 +313,9 @@ class PULSCAR(BaseEstimator):
             scored = X[model.schema.names].map_partitions(_proba_part, model, meta=meta)
             return scored.to_dask_array()
         frame = self._frame(model, X)
-        numeric = [n for n in model.schema.names if n not in model.schema.categories]
         counts = None
         with contextlib.suppress(ValueError, TypeError):  # text: refused by the encoding
-            counts = unrepresentable_counts(frame[numeric]).iloc[0]
+            counts = unrepresentable_counts(frame[model.schema.numeric]).iloc[0]
         if counts is not None:
             check_representable(counts)
         return _proba_part(frame, model).to_numpy()

@@ -92,6 +92,11 @@ class FeatureSchema:
         """The categorical features, in model order."""
         return [n for n in self.names if n in self.categories]
 
+    @property
+    def numeric(self) -> list[str]:
+        """The numeric features, in model order."""
+        return [n for n in self.names if n not in self.categories]
+
     def feature_types(self, columns: Sequence[str] | None = None) -> list[str] | None:
         """XGBoost's ``feature_types`` of ``columns`` (default: all): ``c`` categorical,
         ``q`` numeric; ``None`` when none is categorical (XGBoost's default)."""

@@ -74,7 +74,7 @@ def scored_rows(
         "distinct_ids": frame[id_col].nunique(),
         "missing_ids": frame[id_col].isna().sum(),
     }
-    numeric = [c for c in schema.names if c not in schema.categories]
+    numeric = schema.numeric
     if numeric:
         totals["unrepresentable"] = (
             frame[numeric]
