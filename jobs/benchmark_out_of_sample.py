@@ -79,6 +79,15 @@ no floor.
     python jobs/benchmark_out_of_sample.py floor --tuning RUNS.jsonl --runs RUNS.jsonl
                                                  [--name overlap_floor]
 
+``reach`` and ``differ`` read the same fits with the package's floor: ``reach`` chooses
+how far past the clusters' reading the interval of a run whose two readings differ
+reaches (:data:`REACHES`, multiples of their gap), ``differ`` how far apart, in their
+combined bootstrap spreads, the two readings must lie for auto to warn that they differ
+(:data:`DIFFER_LINES`; never, the last).
+
+    python jobs/benchmark_out_of_sample.py reach|differ --tuning RUNS.jsonl --runs RUNS.jsonl
+                                                        [--name clusters_reach|differ_line]
+
 Seeds 0-4 are for choosing settings, seeds 5-9 for the figures reported (DESIGN.md
 section 8); no screen may touch 5-9.
 """
@@ -331,10 +340,11 @@ GRID = {
 HONEST = ("hardly tells", "perfectly separated", "can go unseen")
 # what a commit's run warns as it ran: the overlap line, auto's two readings apart, and
 # an interval too wide to act on
+DIFFER = "cannot tell SCAR from SNAR"
 AS_RAN_WARNINGS = (
     *HONEST,
     "overlap (implied AUC",
-    "cannot tell SCAR from SNAR",
+    DIFFER,
     "alpha is imprecise",
 )
 CONFIDENT_ERROR = 0.05  # an error past it, outside the interval, with no warning
@@ -1176,6 +1186,12 @@ def warning_line(command: str, tuning_path: Path, report_path: Path, name: str) 
 # implied AUC between labeled positives and unlabeled negatives is below ``line``
 FLOOR_LINES = (0.8, 0.85, 0.9, 0.925, 0.95)
 FLOORS = (0.5, 0.0)
+# how far past the clusters' reading the interval of a run whose two readings differ
+# reaches, in multiples of the gap between the readings
+REACHES = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+# how far apart auto's two readings must lie, in their combined bootstrap spreads, for
+# the run to warn that they differ (the package's line first; inf: never)
+DIFFER_LINES = (Z_95, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, np.inf)
 
 
 def _unfloored_low(run: dict) -> float:
@@ -1184,65 +1200,168 @@ def _unfloored_low(run: dict) -> float:
     return _span(run["readings"], ("pulscar", "pulsnar"), INTERVAL_READERS)[0]
 
 
-def read_floor(run: dict, line: float, floor: float) -> dict:
-    """One recorded fit, its interval's low end multiplied by ``floor`` where its implied
-    AUC is below ``line``; warned where it logged a warning of :data:`AS_RAN_WARNINGS` or
-    where the interval so read is wider than the package's width line."""
-    low = _unfloored_low(run)
-    if _negative_auc(run) < line:  # NaN: not checked, never below
-        low *= floor
-    warned = any(any(key in w for key in AS_RAN_WARNINGS) for w in run["warnings"])
-    warned |= run["high"] - low > WIDE_INTERVAL
-    return _judged(run["method"], run["alpha"], low, run["high"], run["true"], warned)
+def _unreached_high(run: dict) -> float:
+    """The interval's high end as the readings give it: the highest reading plus 1.96 of
+    its bootstrap spreads."""
+    return _span(run["readings"], ("pulscar", "pulsnar"), INTERVAL_READERS)[1]
 
 
-def floor_screen(tuning_path: Path, report_path: Path, name: str) -> None:
-    """The interval's low end where the classes overlap, chosen leave-one-family-out on
-    seeds 0-4 of ``tuning_path`` among no floor and each of :data:`FLOOR_LINES` x
-    :data:`FLOORS`, reported on seeds 5-9 of ``report_path`` beside no floor.
+@dataclass(frozen=True)
+class IntervalRule:
+    """How a recorded fit's interval is read again: its low end multiplied by ``floor``
+    where the implied AUC is below ``line``; where auto's two readings differ, its end on
+    the clusters' side moved ``reach`` times their gap further out; and auto's warning
+    that the two readings differ given where they lie more than ``differ`` of their
+    combined bootstrap spreads apart (``inf``: never)."""
+
+    line: float = 0.0
+    floor: float = 1.0
+    reach: float = 0.0
+    differ: float = Z_95
+
+
+def read_interval(run: dict, rule: IntervalRule) -> dict:
+    """One recorded fit, its interval read with ``rule``; warned where it logged a warning
+    of :data:`AS_RAN_WARNINGS` or where the interval so read is wider than the package's
+    width line."""
+    low, high = _unfloored_low(run), _unreached_high(run)
+    if _negative_auc(run) < rule.line:  # NaN: not checked, never below
+        low *= rule.floor
+    evidence = run.get("evidence") or {}
+    if evidence.get("readings_differ"):
+        gap = evidence["readings"]["pulsnar"] - evidence["readings"]["pulscar"]
+        if gap > 0:
+            high = min(high + rule.reach * gap, 1.0)
+        else:
+            low = max(low + rule.reach * gap, 0.0)
+    others = [w for w in run["warnings"] if DIFFER not in w]
+    warned = any(any(key in w for key in AS_RAN_WARNINGS) for w in others)
+    warned |= high - low > WIDE_INTERVAL or _readings_z(run) > rule.differ
+    return _judged(run["method"], run["alpha"], low, high, run["true"], warned)
+
+
+def _readings_z(run: dict) -> float:
+    """How far apart auto's two kernel readings lie, in their combined bootstrap spreads
+    (NaN: one cluster, a single reading)."""
+    readings = run["readings"]
+    if "pulsnar kernel" not in readings:
+        return np.nan
+    (a, sd_a), (b, sd_b) = (readings[f"{m} kernel"] for m in ("pulscar", "pulsnar"))
+    return abs(a - b) / float(np.hypot(sd_a, sd_b))
+
+
+@dataclass(frozen=True)
+class IntervalScreen:
+    """A rule of the interval screened on recorded fits (:func:`interval_screen`).
+
+    Attributes
+    ----------
+    command : str
+        The job's subcommand.
+    title : str
+        The results' heading.
+    what : str
+        How each run's interval is read, for the results' text.
+    rules : dict
+        Label -> rule, the first the baseline the choice is reported beside.
+    """
+
+    command: str
+    title: str
+    what: str
+    rules: dict[str, IntervalRule]
+
+
+def _floor_label(line: float, floor: float) -> str:
+    return "none" if line == 0 else f"below {line:g}: low x {floor:g}"
+
+
+SCREENS = {
+    "floor": IntervalScreen(
+        command="floor",
+        title="The interval's low end where the classes overlap, chosen out of sample",
+        what="each run's interval read with its low end (the lowest reading less 1.96 of "
+        "its bootstrap spreads) multiplied by a floor where the implied AUC between labeled "
+        "positives and unlabeled negatives is below a line",
+        rules={
+            _floor_label(line, floor): IntervalRule(line, floor)
+            for line, floor in [(0.0, 1.0), *itertools.product(FLOOR_LINES, FLOORS)]
+        },
+    ),
+    "reach": IntervalScreen(
+        command="reach",
+        title="How far past the clusters' reading the interval reaches, chosen out of sample",
+        what=f"each run's interval read from 0 where the implied AUC is below {OVERLAP_AUC:g} "
+        "(the package's floor) and, where auto's two readings differ beyond their noise, "
+        "with its end on the clusters' side moved a multiple of the gap between the two "
+        "readings further out",
+        rules={
+            "none" if k == 0 else f"{k:g} x the gap": IntervalRule(OVERLAP_AUC, 0.0, k)
+            for k in REACHES
+        },
+    ),
+    "differ": IntervalScreen(
+        command="differ",
+        title="Where auto warns that its two readings differ, chosen out of sample",
+        what=f"each run's interval read from 0 where the implied AUC is below {OVERLAP_AUC:g} "
+        "(the package's floor), with auto's warning that PULSCAR's and the clusters' "
+        "readings differ given where they lie more than a line of their combined bootstrap "
+        "spreads apart (`never`: no such warning)",
+        rules={
+            ("1.96" if z == Z_95 else "never" if z == np.inf else f"{z:g}"): IntervalRule(
+                OVERLAP_AUC, 0.0, 0.0, z
+            )
+            for z in DIFFER_LINES
+        },
+    ),
+}
+
+
+def interval_screen(
+    screen: IntervalScreen, tuning_path: Path, report_path: Path, name: str
+) -> None:
+    """A rule of the interval chosen leave-one-family-out on seeds 0-4 of ``tuning_path``
+    among ``screen.rules``, reported on seeds 5-9 of ``report_path`` beside the first.
 
     Raises
     ------
     SystemExit
-        Where a run's low end, read from its readings, is not the one it recorded (a
+        Where a run's interval, read from its readings, is not the one it recorded (a
         commit whose interval is not the span of its readings, or already floored).
     """
     tuning, reported = _tuning_and_reported(tuning_path, report_path)
     for runs in (tuning, reported):
-        lows = np.array([_unfloored_low(r) for r in runs.to_dict("records")])
-        if not np.allclose(lows, runs.low, atol=1e-9):
-            raise SystemExit("a run's low end is not the span of its readings")
-    settings = [(0.0, 1.0), *itertools.product(FLOOR_LINES, FLOORS)]
-
-    def label(setting: tuple[float, float]) -> str:
-        line, floor = setting
-        return "none" if line == 0 else f"below {line:g}: low x {floor:g}"
+        spans = np.array([[_unfloored_low(r), _unreached_high(r)] for r in runs.to_dict("records")])
+        if not np.allclose(spans, runs[["low", "high"]].to_numpy(), atol=1e-9):
+            raise SystemExit("a run's interval is not the span of its readings")
+    baseline = next(iter(screen.rules))
 
     def reads_of(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return {label(x): _read_each(runs, lambda run, x=x: read_floor(run, *x)) for x in settings}
+        return {
+            label: _read_each(runs, lambda run, rule=rule: read_interval(run, rule))
+            for label, rule in screen.rules.items()
+        }
 
     reported_reads = reads_of(reported)
     choice = Chosen.of(reads_of(tuning), reported_reads)
     chosen = ", ".join(f"{x}: {n}" for x, n in pd.Series(choice.lofo).value_counts().items())
     command = (
-        f"python jobs/benchmark_out_of_sample.py floor --tuning {tuning_path.name} "
+        f"python jobs/benchmark_out_of_sample.py {screen.command} --tuning {tuning_path.name} "
         f"--runs {report_path.name}"
     )
     lines = [
-        "# The interval's low end where the classes overlap, chosen out of sample",
+        f"# {screen.title}",
         "",
         f"`{command}`: fits of commit {', '.join(sorted(tuning.commit.unique()))} (tuning) "
         f"and {', '.join(sorted(reported.commit.unique()))} (reported), every family of the "
-        "visible and the held-out panel, the defaults as they ran, each run's interval read "
-        "with its low end (the lowest reading less 1.96 of its bootstrap spreads) multiplied "
-        "by a floor where the implied AUC between labeled positives and unlabeled negatives "
-        "is below a line, and warned where it logged a warning or where the interval so read "
-        f"is wider than {WIDE_INTERVAL:g}. Chosen on seeds "
+        f"visible and the held-out panel, the defaults as they ran, {screen.what}, and "
+        "warned where it logged a warning or where the interval so read is wider than "
+        f"{WIDE_INTERVAL:g}. Chosen on seeds "
         f"{', '.join(map(str, sorted(tuning.seed.unique())))} ({len(tuning)} runs) by the "
         "job's loss, families alike, ties to the setting listed first; the setting applied "
         "to a family is the one best on the others (`lofo`); figures on seeds "
         f"{', '.join(map(str, sorted(reported.seed.unique())))} ({len(reported)} runs), "
-        "beside no floor (`none`). No alpha moves.",
+        f"beside `{baseline}`. No alpha moves.",
         "",
         f"Best on every family: {choice.best}. Chosen with each family left out: {chosen}. "
         f"Reported seeds, leave-one-family-out: {choice.applied_loss:.4f}.",
@@ -1251,7 +1370,7 @@ def floor_screen(tuning_path: Path, report_path: Path, name: str) -> None:
         "mean width, reported | confident wrong, reported |",
         "|---|---|---|---|---|---|",
     ]
-    for x in map(label, settings):
+    for x in screen.rules:
         reads = reported_reads[x]
         lines.append(
             f"| {x} | {choice.tuning_losses[x].mean():.4f} | "
@@ -1259,16 +1378,16 @@ def floor_screen(tuning_path: Path, report_path: Path, name: str) -> None:
             f"{reads.width.mean():.3f} | {int(reads.confident_wrong.sum())} |"
         )
     frame = figures(choice.applied(reported_reads)).join(
-        figures(reported_reads["none"]).add_suffix("_none")
+        figures(reported_reads[baseline]).add_suffix("_base")
     )
     frame["chosen"] = [choice.setting_of(f) for f in frame.index]
     columns = [
-        ("runs", "d"), ("mae", ".4f"), ("coverage", ".0%"), ("coverage_none", ".0%"),
-        ("width", ".3f"), ("width_none", ".3f"), ("unwarned_width", ".3f"),
+        ("runs", "d"), ("mae", ".4f"), ("coverage", ".0%"), ("coverage_base", ".0%"),
+        ("width", ".3f"), ("width_base", ".3f"), ("unwarned_width", ".3f"),
         ("confident_wrong", "d"), ("warned", ".0%"), ("false_alarms", "d"),
     ]  # fmt: skip
     names = [
-        "runs", "MAE", "cover lofo", "cover none", "width lofo", "width none",
+        "runs", "MAE", "cover lofo", f"cover {baseline}", "width lofo", f"width {baseline}",
         "unwarned width", "conf. wrong", "warned", "false alarms",
     ]  # fmt: skip
     lines += [
@@ -1383,10 +1502,15 @@ def main() -> None:
         lining.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
         lining.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
         lining.add_argument("--name", default=f"{command}_line", help="results files' name")
-    flooring = sub.add_parser("floor", help="the interval's low end where classes overlap")
-    flooring.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
-    flooring.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
-    flooring.add_argument("--name", default="overlap_floor", help="results files' name")
+    for command, (helped, default_name) in {
+        "floor": ("the interval's low end where classes overlap", "overlap_floor"),
+        "reach": ("the interval past the clusters' reading", "clusters_reach"),
+        "differ": ("auto's warning that its readings differ", "differ_line"),
+    }.items():
+        screening = sub.add_parser(command, help=helped)
+        screening.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
+        screening.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
+        screening.add_argument("--name", default=default_name, help="results files' name")
     switching = sub.add_parser("switch", help="a rule judged from fits of each setting")
     switching.add_argument(
         "--setting",
@@ -1422,8 +1546,8 @@ def main() -> None:
         confirm(args.runs, args.held_out, args.as_ran, args.name)
     elif args.command == "claims":
         claims(args.tuning, args.runs, args.name)
-    elif args.command == "floor":
-        floor_screen(args.tuning, args.runs, args.name)
+    elif args.command in SCREENS:
+        interval_screen(SCREENS[args.command], args.tuning, args.runs, args.name)
     elif args.command in WARNING_LINES:
         warning_line(args.command, args.tuning, args.runs, args.name)
     elif args.command == "switch":
