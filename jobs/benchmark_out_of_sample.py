@@ -537,6 +537,8 @@ COUNTS = (
     "confident_wrong_before",
     "confident_wrong_dflt",
     "false_alarms_dflt",
+    "confident_wrong_base",
+    "false_alarms_base",
 )
 
 
@@ -1190,8 +1192,8 @@ FLOORS = (0.5, 0.0)
 # reaches, in multiples of the gap between the readings
 REACHES = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 # how far apart auto's two readings must lie, in their combined bootstrap spreads, for
-# the run to warn that they differ (the package's line first; inf: never)
-DIFFER_LINES = (Z_95, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, np.inf)
+# the run to warn that they differ (inf: never), the line that warns least first
+DIFFER_LINES = (np.inf, 16.0, 12.0, 8.0, 6.0, 4.0, 3.0, Z_95)
 
 
 def _unfloored_low(run: dict) -> float:
@@ -1263,13 +1265,16 @@ class IntervalScreen:
     what : str
         How each run's interval is read, for the results' text.
     rules : dict
-        Label -> rule, the first the baseline the choice is reported beside.
+        Label -> rule, in the order ties go (to the first listed).
+    baseline : str
+        The rule the choice is reported beside: the package's.
     """
 
     command: str
     title: str
     what: str
     rules: dict[str, IntervalRule]
+    baseline: str = "none"
 
 
 def _floor_label(line: float, floor: float) -> str:
@@ -1313,6 +1318,7 @@ SCREENS = {
             )
             for z in DIFFER_LINES
         },
+        baseline="1.96",
     ),
 }
 
@@ -1321,7 +1327,8 @@ def interval_screen(
     screen: IntervalScreen, tuning_path: Path, report_path: Path, name: str
 ) -> None:
     """A rule of the interval chosen leave-one-family-out on seeds 0-4 of ``tuning_path``
-    among ``screen.rules``, reported on seeds 5-9 of ``report_path`` beside the first.
+    among ``screen.rules``, reported on seeds 5-9 of ``report_path`` beside
+    ``screen.baseline``.
 
     Raises
     ------
@@ -1334,7 +1341,7 @@ def interval_screen(
         spans = np.array([[_unfloored_low(r), _unreached_high(r)] for r in runs.to_dict("records")])
         if not np.allclose(spans, runs[["low", "high"]].to_numpy(), atol=1e-9):
             raise SystemExit("a run's interval is not the span of its readings")
-    baseline = next(iter(screen.rules))
+    baseline = screen.baseline
 
     def reads_of(runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return {
@@ -1381,15 +1388,14 @@ def interval_screen(
         figures(reported_reads[baseline]).add_suffix("_base")
     )
     frame["chosen"] = [choice.setting_of(f) for f in frame.index]
-    columns = [
-        ("runs", "d"), ("mae", ".4f"), ("coverage", ".0%"), ("coverage_base", ".0%"),
-        ("width", ".3f"), ("width_base", ".3f"), ("unwarned_width", ".3f"),
-        ("confident_wrong", "d"), ("warned", ".0%"), ("false_alarms", "d"),
-    ]  # fmt: skip
-    names = [
-        "runs", "MAE", "cover lofo", f"cover {baseline}", "width lofo", f"width {baseline}",
-        "unwarned width", "conf. wrong", "warned", "false alarms",
-    ]  # fmt: skip
+    columns, names = [("runs", "d"), ("mae", ".4f")], ["runs", "MAE"]
+    for column, form, named in (
+        ("coverage", ".0%", "cover"), ("width", ".3f", "width"),
+        ("unwarned_width", ".3f", "unwarned width"), ("confident_wrong", "d", "conf. wrong"),
+        ("warned", ".0%", "warned"), ("false_alarms", "d", "false alarms"),
+    ):  # fmt: skip
+        columns += [(column, form), (f"{column}_base", form)]
+        names += [f"{named} lofo", f"{named} {baseline}"]
     lines += [
         "",
         *_markdown_table("group", _grouped(frame.drop(columns=["chosen"])), columns, names),
