@@ -138,8 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "pulscar", "pulsnar"),
         default="auto",
         help="auto (default): PULSCAR's alpha, with the positives' clusters read as PULSNAR "
-        "reads them beside it; the interval spans both, and the run warns where they "
-        "differ beyond their noise (SCAR or SNAR)",
+        "reads them beside it; the interval spans both",
     )
     run.add_argument("--out", required=True, help="output directory or URL")
     _add_run_options(run)

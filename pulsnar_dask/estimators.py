@@ -401,9 +401,9 @@ class PULSNAR(PULSCAR):
         + _OWN_DOC
         + """    method : {"auto", "pulsnar"}, default "auto"
         ``auto`` reads PULSCAR's alpha (all positives as one subproblem); where the
-        positives form several clusters it scores them as ``pulsnar`` does, the interval
-        spans both readings, and the run warns where they differ beyond their noise
-        (``method_evidence_["readings_differ"]``); ``pulsnar`` always sums the clusters.
+        positives form several clusters it scores them as ``pulsnar`` does and the
+        interval spans both readings (``method_evidence_["readings"]``); ``pulsnar``
+        always sums the clusters.
 
     Attributes
     ----------
@@ -416,9 +416,8 @@ class PULSNAR(PULSCAR):
         ``"pulsnar"``, or ``"pulscar"`` with ``method="auto"``.
     method_evidence_ : dict or None
         With ``method="auto"``: the clusters found (``n_clusters``), ``reason``, and
-        where there are several, both readings (``readings``) and whether they differ
-        beyond their bootstrap noise (``readings_differ``: the run then warns; None
-        where not weighed, with one cluster or ``interval_resamples=0``).
+        where there are several and the interval is computed, both readings
+        (``readings``: ``"pulscar"``, the estimate, and ``"pulsnar"``, the clusters').
     clustering_ : Clustering
         BIC curve, cluster of each positive, features used.
     cluster_estimates_ : list of AlphaEstimate

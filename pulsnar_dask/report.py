@@ -340,12 +340,6 @@ def plain_reading(summary: dict[str, Any]) -> str:
             f"{summary['method_evidence']['n_clusters']} clusters, read as PULSNAR reads them, "
             f"give {readings[f'pulsnar {reader}']['alpha']:.3f}). "
         )
-        if summary["method_evidence"].get("readings_differ"):
-            text += (
-                "The two lie further apart than their noise, and the data cannot tell which "
-                "way the positives were labeled: if each kind was labeled at its own rate, "
-                "alpha is nearer the clusters' reading. "
-            )
     auc = min(summary["pu_auc"])
     text += (
         f"The classifier told labeled positives from unlabeled rows {_separation(auc)} "
@@ -418,15 +412,12 @@ def _diagnostics(summary: dict[str, Any]) -> str:
         )
     evidence = summary.get("method_evidence")
     if evidence:
-        differ = evidence.get("readings_differ")
         rows.append(
             (
                 "method",
                 f"auto reads <strong>{summary['method'].upper()}</strong>: "
                 f"{html.escape(evidence['reason'])} ({evidence['n_clusters']} cluster(s) of "
-                "positives"
-                + ("; the two readings differ beyond their noise: SCAR or SNAR" if differ else "")
-                + ")",
+                "positives)",
             )
         )
     else:

@@ -334,19 +334,10 @@ def test_headline_reads_the_summary():
         "random), so every reading also counts negatives"
     )
     assert headline(summary).endswith(high)
-    # the clusters read apart too: both said, the overlap as holding under PULSCAR's
-    # assumption, since the two can point different ways
-    summary["method_evidence"].update(
-        readings_differ=True, n_clusters=3, readings={"pulscar": 0.171, "pulsnar": 0.293}
-    )
-    assert headline(summary).endswith(
-        "(alpha 0.250-0.300); SCAR OR SNAR: PULSCAR reads 0.171, the 3 clusters 0.293, "
-        "further apart than their noise; the interval spans both; MAY BE HIGH if positives "
-        "were labeled at random: positives and negatives then overlap (implied AUC 0.745)"
-    )
-    summary["alpha_may_be_high"] = False
-    assert headline(summary).endswith("further apart than their noise; the interval spans both")
-    summary["alpha_may_be_high"] = True
+    # auto's two readings beside it: the overlap's warning still, as it holds under
+    # PULSCAR's assumption, the estimate's
+    summary["method_evidence"].update(n_clusters=3, readings={"pulscar": 0.171, "pulsnar": 0.293})
+    assert headline(summary).endswith(high)
     summary["method_evidence"] = {"subtypes_may_be_unseen": False}
     summary["method_evidence"]["subtypes_may_be_unseen"] = True  # the overlap is named first
     assert "MAY BE HIGH" in headline(summary) and "MAY BE LOW" not in headline(summary)
@@ -1195,14 +1186,13 @@ def test_every_option_of_every_command_has_a_help_text():
             assert action.help, f"{name} {action.option_strings} has no help text"
 
 
-def test_a_run_whose_readings_differ_says_so_everywhere(tmp_path, capsys, caplog):
+def test_a_run_whose_readings_differ_says_why_its_interval_is_wide(tmp_path, capsys, caplog):
     """Well separated subtypes labeled at different rates: PULSCAR reads alpha low, the
-    clusters near the truth. Auto reports PULSCAR's alpha, and the log, the headline, the
-    summary, the report's paragraph and method row say that the two differ and the
-    interval spans both."""
+    clusters near the truth. Auto reports PULSCAR's alpha; the headline and the report name
+    both, the interval spans both, and the warning that it is too wide to act on says so."""
     from pulsnar_dask import make_pu_data
     from pulsnar_dask.io import write_pu_parquet
-    from pulsnar_dask.pipeline.result import headline
+    from pulsnar_dask.pipeline.result import WIDE_INTERVAL, headline
 
     data = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
     write_pu_parquet(data.split(2), tmp_path / "in.parquet")
@@ -1215,20 +1205,29 @@ def test_a_run_whose_readings_differ_says_so_everywhere(tmp_path, capsys, caplog
         )  # fmt: skip
     assert status == 0, err
     evidence = summary["method_evidence"]
-    assert summary["method"] == "pulscar" and evidence["readings_differ"] is True
+    assert summary["method"] == "pulscar" and "readings_differ" not in evidence
     pulscar, pulsnar = evidence["readings"]["pulscar"], evidence["readings"]["pulsnar"]
     assert summary["alpha"] == pytest.approx(pulscar, abs=5e-5)
     assert pulscar < summary["true_alpha"] - 0.05 and abs(pulsnar - summary["true_alpha"]) < 0.05
     low, high = summary["alpha_interval"]
     assert low <= summary["true_alpha"] <= high and low <= pulscar and pulsnar <= high
-    assert "method auto cannot tell SCAR from SNAR" in caplog.text
+    assert high - low > WIDE_INTERVAL and summary["alpha_imprecise"] is True
+    assert "SCAR from SNAR" not in caplog.text  # no warning of its own
+    assert (
+        f"it spans PULSCAR's reading, {pulscar:.3f}, and the {evidence['n_clusters']} "
+        f"clusters', {pulsnar:.3f}: the positives labeled at random, or each subtype at its "
+        "own rate"
+    ) in caplog.text
     line = headline(summary)
-    assert f"; SCAR OR SNAR: PULSCAR reads {pulscar:.3f}, the {evidence['n_clusters']} " in line
+    assert (
+        f"alpha {pulscar:.3f}: about {summary['hidden_positives']:,} hidden positives among "
+        f"3,000 unlabeled rows (PULSCAR; {evidence['n_clusters']} clusters read {pulsnar:.3f} "
+        "beside it); 95% interval"
+    ) in line
     report = html.unescape((out / "report.html").read_text())
     assert line in report
     assert "auto reads <strong>PULSCAR</strong>" in report
-    assert "the two readings differ beyond their noise: SCAR or SNAR" in report
-    assert f"give {pulsnar:.3f}). The two lie further apart than their noise" in report
+    assert f"read as PULSNAR reads them, give {pulsnar:.3f})." in report
     assert report.count("<figure>") == report.count("<figcaption>") >= 3
 
 
@@ -1243,7 +1242,7 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     assert summary["method"] == "pulscar" and summary["n_clusters"] == 1
     assert set(evidence) == {
         "n_clusters", "reason", "subtypes_may_be_unseen", "cluster_features", "model_features",
-        "readings_differ", "readings",
+        "readings",
     }  # fmt: skip
     assert evidence["n_clusters"] > 1  # the clusters, scored beside PULSCAR
     assert evidence["subtypes_may_be_unseen"] is False  # 8 features, all clustered

@@ -1,6 +1,6 @@
 """The positives' subtypes (PULSNAR): importance features, Gaussian mixtures of the
-positives, the cluster count, and what sets each subtype apart. Weighing the clusters'
-reading against PULSCAR's is :func:`pulsnar_dask.pipeline.method_choice.readings_differ`."""
+positives, the cluster count, and what sets each subtype apart. The clusters' reading
+beside PULSCAR's is :func:`pulsnar_dask.pipeline.method_choice.record_readings`."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from pulsnar_dask.core.subproblem import (
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.executor import ScoreRequest
 from pulsnar_dask.pipeline.job import Job, Reading
-from pulsnar_dask.pipeline.method_choice import readings_differ
+from pulsnar_dask.pipeline.method_choice import record_readings
 from pulsnar_dask.pipeline.result import WIDE_INTERVAL, HeldRows, overlaps, too_wide
 
 logger = logging.getLogger(__name__)
@@ -80,11 +80,11 @@ def interval_of(
 ) -> AlphaInterval | None:
     """The 95% interval (:func:`~pulsnar_dask.core.interval.alpha_interval`) over the
     readings of both assumptions where auto scored the clusters beside PULSCAR (whose
-    readings :func:`~pulsnar_dask.pipeline.method_choice.readings_differ` then weighs);
+    readings :func:`~pulsnar_dask.pipeline.method_choice.record_readings` then records);
     from 0 where labeled positives and unlabeled negatives overlap
     (:func:`~pulsnar_dask.pipeline.result.overlaps` on ``negative_auc``), as every
     reading is then an upper bound; with a warning where it is too wide to act on
-    (:func:`~pulsnar_dask.pipeline.result.too_wide`). None with
+    (:func:`~pulsnar_dask.pipeline.result.too_wide`), saying what widens it. None with
     ``interval_resamples=0``."""
     config = job.config
     if not config.interval_resamples:
@@ -94,12 +94,18 @@ def interval_of(
     if reading.alternative:  # auto: the clusters, scored beside PULSCAR
         assumptions["pulsnar"] = reading.alternative
     interval = alpha_interval(assumptions, config, job.seed, alphas, job.executor.map_reduce)
+    why = []
     if reading.alternative:
-        readings_differ(interval, reading.evidence, config.alpha_estimator)
-    why = "the summary's interval_readings show which readings widen it"
+        record_readings(interval, reading.evidence, config.alpha_estimator)
+        why.append(
+            "it spans PULSCAR's reading, {pulscar:.3f}, and the {n} clusters', {pulsnar:.3f}: "
+            "the positives labeled at random, or each subtype at its own rate".format(
+                n=reading.evidence["n_clusters"], **reading.evidence["readings"]
+            )
+        )
     if overlaps(negative_auc):
         interval = replace(interval, low=0.0)
-        why = "it starts at 0, as the classes overlap"
+        why.append("it starts at 0, as the classes overlap")
     if too_wide(interval):
         logger.warning(
             "alpha is imprecise: its 95%% interval is %.3f wide (%.3f-%.3f), more than %g; "
@@ -108,7 +114,7 @@ def interval_of(
             interval.low,
             interval.high,
             WIDE_INTERVAL,
-            why,
+            "; ".join(why) or "the summary's interval_readings show which readings widen it",
         )
     job.mark("interval")
     return interval

@@ -1,14 +1,12 @@
 """``method="auto"``: PULSCAR's alpha, with PULSNAR's clusters as the reading the interval
-also spans, and a warning where the two readings differ beyond their noise."""
+also spans."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-import numpy as np
-
-from pulsnar_dask.core.interval import Z_95, AlphaInterval
+from pulsnar_dask.core.interval import AlphaInterval
 from pulsnar_dask.core.subproblem import SubproblemResult
 from pulsnar_dask.pipeline.job import Reading
 
@@ -18,7 +16,7 @@ logger = logging.getLogger(__name__)
 def choose_reading(reading: Reading, pulscar: list[SubproblemResult]) -> None:
     """Auto's reading, set on PULSNAR's in place: PULSCAR's alpha; where the positives
     form several clusters, their subproblems become the alternative the interval spans
-    (:func:`readings_differ` then weighs the two).
+    (:func:`record_readings` then records the two readings).
 
     Parameters
     ----------
@@ -35,7 +33,6 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult]) -> None:
         "n_clusters": n_clusters,
         "cluster_features": int(clustering.cluster_features.size),
         "model_features": int(clustering.model_features.size),
-        "readings_differ": None,  # not weighed: one cluster, or no interval
     }
     if pulscar:
         evidence["reason"] = (
@@ -62,14 +59,13 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult]) -> None:
     reading.method, reading.n_clusters, reading.evidence = "pulscar", 1, evidence
 
 
-def readings_differ(interval: AlphaInterval, evidence: dict[str, Any], reader: str) -> None:
-    """Weigh auto's two readings against their bootstrap noise, in ``evidence``.
+def record_readings(interval: AlphaInterval, evidence: dict[str, Any], reader: str) -> None:
+    """Record auto's two readings by ``reader`` in ``evidence["readings"]``: PULSCAR's
+    alpha (``"pulscar"``, the estimate: the positives labeled at random) and the clusters'
+    (``"pulsnar"``: each subtype labeled at its own rate), rounded to 4 places.
 
-    ``evidence["readings"]`` gets PULSCAR's and the clusters' alpha by ``reader``;
-    ``evidence["readings_differ"]`` (None until weighed) is True, and the run warns, where
-    they lie more than 1.96 of their combined standard deviations apart: the data cannot
-    tell whether the positives were labeled at random (PULSCAR's reading) or each subtype
-    at its own rate (the clusters'), and alpha may lie anywhere the interval spans.
+    The interval spans both; where that leaves it too wide to act on, the run warns so
+    and names them (:func:`~pulsnar_dask.pipeline.finish.interval_of`).
 
     Parameters
     ----------
@@ -80,15 +76,8 @@ def readings_differ(interval: AlphaInterval, evidence: dict[str, Any], reader: s
     reader : str
         The configured alpha reader.
     """
-    (a, sd_a), (b, sd_b) = (interval.readings[f"{m} {reader}"] for m in ("pulscar", "pulsnar"))
+    a, b = (interval.readings[f"{m} {reader}"][0] for m in ("pulscar", "pulsnar"))
     evidence["readings"] = {"pulscar": round(a, 4), "pulsnar": round(b, 4)}
-    evidence["readings_differ"] = bool(abs(a - b) > Z_95 * float(np.hypot(sd_a, sd_b)))
-    if evidence["readings_differ"]:
-        logger.warning(
-            "method auto cannot tell SCAR from SNAR: PULSCAR reads %.3f and the %d clusters "
-            "%.3f, further apart than their noise; alpha is PULSCAR's, and nearer the "
-            "clusters' if each subtype is labeled at its own rate: the interval spans both",
-            a,
-            evidence["n_clusters"],
-            b,
-        )
+    logger.info(
+        "method auto: PULSCAR reads %.3f and the %d clusters %.3f", a, evidence["n_clusters"], b
+    )

@@ -372,14 +372,13 @@ def headline(summary: dict[str, Any]) -> str:
     str
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
         (PULSNAR, 5 clusters)`` (auto with several clusters: ``(PULSCAR; 5 clusters
-        read beside it)``), with the 95% interval (``alpha_interval``, else the
-        iterations' ``alpha_ci``) when there is one, and a warning when alpha is not
+        read 0.301 beside it)``, their reading as PULSNAR reads them), with the 95%
+        interval (``alpha_interval``, else the iterations' ``alpha_ci``) when there is
+        one, and a warning when alpha is not
         identified, when a feature may record the label (perfect separation), when
-        PULSCAR's and the clusters' readings differ beyond their noise (SCAR or SNAR,
-        with the overlap's warning below as holding if positives were labeled at
-        random), when alpha may be far too high (positives and negatives overlap), when
-        alpha may be read low (one cluster found on part of the features), or else when
-        the interval is too wide to act on (``alpha_imprecise``).
+        alpha may be far too high (positives and negatives overlap), when alpha may be
+        read low (one cluster found on part of the features), or else when the interval
+        is too wide to act on (``alpha_imprecise``).
     """
     n_unlabeled = summary["n_unlabeled"]
     evidence = summary.get("method_evidence") or {}
@@ -389,7 +388,7 @@ def headline(summary: dict[str, Any]) -> str:
         f"alpha {summary['alpha']:.3f}: about {summary['hidden_positives']:,} hidden positives "
         f"among {n_unlabeled:,} unlabeled rows ({summary['method'].upper()}"
         + (
-            f"; {clusters} clusters read beside it)"
+            f"; {clusters} clusters read {evidence['readings']['pulsnar']:.3f} beside it)"
             if "readings" in evidence
             else f", {clusters} cluster{'s' if clusters > 1 else ''})"
         )
@@ -416,17 +415,6 @@ def headline(summary: dict[str, Any]) -> str:
             "; CHECK THE FEATURES: labeled and unlabeled rows are perfectly separated "
             f"(leading feature {summary['perfect_separation']['leading_feature']!r})"
         )
-    elif evidence.get("readings_differ"):
-        text += (
-            f"; SCAR OR SNAR: PULSCAR reads {evidence['readings']['pulscar']:.3f}, the "
-            f"{evidence['n_clusters']} clusters {evidence['readings']['pulsnar']:.3f}, "
-            "further apart than their noise; the interval spans both"
-        )
-        if summary.get("alpha_may_be_high"):  # holds under PULSCAR's assumption only
-            text += (
-                "; MAY BE HIGH if positives were labeled at random: positives and negatives "
-                f"then overlap (implied AUC {summary['negative_auc']:.3f})"
-            )
     elif summary.get("alpha_may_be_high"):  # .get: summaries written before it
         text += (
             "; MAY BE HIGH: positives and negatives overlap (implied AUC "
@@ -440,4 +428,5 @@ def headline(summary: dict[str, Any]) -> str:
         text += (
             f"; IMPRECISE: the interval is {high - low:.3f} wide, the data do not pin alpha down"
         )
+
     return text
