@@ -13,6 +13,7 @@ import gc
 import importlib
 import logging
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -298,6 +299,25 @@ def config_from_args(args: argparse.Namespace) -> PUConfig:
         raise PUError(f"invalid settings: {exc}") from None
 
 
+def _check_room(out: Path, size: int) -> None:
+    """Refuse a dataset of at least ``size`` bytes (its features as float64, which
+    Parquet hardly compresses) where the disk that would hold ``out`` has less free.
+
+    Raises
+    ------
+    PUError
+    """
+    folder = out.absolute()
+    while not folder.exists():
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if size > free:
+        raise PUError(
+            f"the data would take at least {size / 2**30:,.1f} GiB and {folder} has "
+            f"{free / 2**30:,.1f} GiB free; draw fewer rows or features"
+        )
+
+
 def _synth(args: argparse.Namespace) -> None:
     from pulsnar_dask.datasets.synthetic import iter_pu_chunks, make_pu_data, paper_generator_bytes
     from pulsnar_dask.io import check_replaceable_dataset, write_pu_parquet
@@ -308,6 +328,7 @@ def _synth(args: argparse.Namespace) -> None:
     check_replaceable_dataset(out)  # before drawing what may be gigabytes
     if (out.exists() or out.is_symlink()) and not args.overwrite:
         raise PUError(f"{out} already exists; pass --overwrite to replace it")
+    _check_room(out, (args.n_pos + args.n_unlab) * args.n_features * 8)
     generator = args.generator
     if generator == "auto":
         size = paper_generator_bytes(

@@ -23,7 +23,7 @@ from sklearn.exceptions import DataConversionWarning, NotFittedError
 from sklearn.utils import ClassifierTags
 
 from pulsnar_dask.core.choices import check_choice
-from pulsnar_dask.core.config import PUConfig, parameter_docs
+from pulsnar_dask.core.config import MAX_SEED, PUConfig, parameter_docs
 from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.checks import check_representable, unrepresentable_counts
@@ -51,7 +51,10 @@ _OWN_DOC = """    n_iterations : int, default 1
         Calibrate probabilities with the estimated alpha (Algorithm 3).
     classify : bool, default False
         Retrain on recovered labels (Algorithm 4); implies isotonic calibration if none.
-    random_state : int, default 0
+    random_state : int, RandomState, Generator or None, default 0
+        The seed of every random draw (folds, bootstrap, mixtures). ``None`` or a NumPy
+        random state draws one (a fit then differs from the next); ``seed_`` is the one
+        used.
     categorical_features : list of str or None, default None
         Numeric columns to take as categorical (names; ``x0, x1, ...`` for an array).
         String and ``category`` columns of a frame always are: XGBoost splits them on
@@ -63,6 +66,21 @@ def _proba_part(part: pd.DataFrame, model: PUModel) -> pd.DataFrame:
     """Two-column probabilities (negative, positive) of one frame's rows."""
     _, positive = model.predict_frame(part)
     return pd.DataFrame({"negative": 1.0 - positive, "positive": positive}, index=part.index)
+
+
+def _seed_of(random_state: Any, iterations: Any) -> Any:
+    """The job's seed from scikit-learn's ``random_state``: an int as given (checked by the
+    job); for ``None`` or a NumPy ``RandomState`` or ``Generator``, one drawn from it that
+    leaves room for the iterations' seeds ``seed + i``."""
+    if random_state is not None and not isinstance(
+        random_state, np.random.RandomState | np.random.Generator
+    ):
+        return random_state
+    top = MAX_SEED - max(iterations, 1) + 1 if isinstance(iterations, int) else MAX_SEED
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, top + 1, dtype=np.int64))
+    rng = random_state if random_state is not None else np.random.default_rng()
+    return int(rng.integers(0, top + 1))
 
 
 class PULSCAR(BaseEstimator):
@@ -81,6 +99,8 @@ class PULSCAR(BaseEstimator):
         Estimated fraction of positives among the unlabeled rows.
     alphas_ : ndarray
         One estimate per iteration.
+    seed_ : int
+        The seed the fit used: ``random_state``, or the one drawn from it.
     alpha_interval_ : AlphaInterval or None
         95% interval of alpha (``.low``, ``.high``) and the readings it spans
         (:func:`pulsnar_dask.core.interval.alpha_interval`), from 0 where the classes
@@ -135,7 +155,7 @@ class PULSCAR(BaseEstimator):
         n_iterations: int = 1,
         calibration: str | None = None,
         classify: bool = False,
-        random_state: int = 0,
+        random_state: int | np.random.RandomState | np.random.Generator | None = 0,
         categorical_features: list[str] | None = None,
     ):
         self.n_folds = n_folds
@@ -239,16 +259,18 @@ class PULSCAR(BaseEstimator):
             from pulsnar_dask.pipeline.in_process import InProcessExecutor
 
             executor = InProcessExecutor(X, y, declared)
+        seed = _seed_of(self.random_state, self.n_iterations)
         result = run_pipeline(
             executor,
             method=method,
             config=config,
-            seed=self.random_state,
+            seed=seed,
             iterations=self.n_iterations,
             calibrate_probabilities=bool(self.calibration or self.classify),
             classify=self.classify,
         )
         self._set_fitted(result)
+        self.seed_ = seed
         self.classes_ = np.array([0, 1])
         self.n_features_in_ = len(result.model.schema.names)
         if hasattr(X, "columns") and all(isinstance(c, str) for c in X.columns):
@@ -409,6 +431,8 @@ class PULSNAR(PULSCAR):
     ----------
     alpha_ : float
     alphas_ : ndarray
+    seed_ : int
+        The seed the fit used (see :class:`PULSCAR`).
     cluster_alphas_ : ndarray of shape (``n_clusters_``,)
         Per-cluster alphas (mean over iterations).
     n_clusters_ : int
@@ -461,7 +485,7 @@ class PULSNAR(PULSCAR):
         n_iterations: int = 1,
         calibration: str | None = None,
         classify: bool = False,
-        random_state: int = 0,
+        random_state: int | np.random.RandomState | np.random.Generator | None = 0,
         categorical_features: list[str] | None = None,
         n_clusters: int | None = _D.n_clusters,
         max_clusters: int = _D.max_clusters,

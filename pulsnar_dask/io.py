@@ -251,6 +251,8 @@ def open_parquet(
         raise PUError(f"cannot reach {path}: {type(exc).__name__}: {exc}") from None
     if not exists:
         raise PUError(f"input {path} does not exist")
+    if not (fs.isdir(fs_path) or fs.isfile(fs_path)):  # a pipe or device blocks the reader
+        raise PUError(f"input {path} is neither a file nor a folder")
     try:
         files = _data_files(fs, fs_path) if fs.isdir(fs_path) else [fs_path]
         if not files:

@@ -101,6 +101,17 @@ def test_synth_replaces_only_a_dataset_it_wrote(tmp_path, capsys):
     assert [p.name for p in (tmp_path / "new").iterdir()] == ["part.0.parquet"]
 
 
+def test_synth_refuses_data_larger_than_the_disk_before_drawing(tmp_path, capsys):
+    out = str(tmp_path / "big" / "data")
+    huge = ["synth", "--scenario", "snar", "--n-pos", "100000000000", "--n-unlab", "1000",
+            "--n-features", "20", "--alpha", "0.2", "--out", out]  # fmt: skip
+    status, _, err = run_cli(huge, capsys)
+    assert status == 2 and err.strip().splitlines() == [err.strip()], err
+    assert f"the data would take at least 14,901.2 GiB and {tmp_path} has" in err
+    assert "GiB free; draw fewer rows or features" in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_run_writes_summary_predictions_and_report(data, tmp_path, capsys):
     out = tmp_path / "run"
     status, summary, err = run_cli(
@@ -542,6 +553,13 @@ def bad_inputs(tmp_path_factory):
         ["--max-unlabeled-ratio", "inf"],
         "max_unlabeled_ratio must be a finite positive number (None or 0: no cap), got inf",
     )
+    cases["rounds past any use"] = (
+        put("ok5", frame),
+        ["--n-rounds", "99999999999999999999"],
+        "n_rounds must be at most 100,000, got 99,999,999,999,999,999,999",
+    )
+    os.mkfifo(tmp_path / "pipe")  # opened as a file, it would block until written
+    cases["input is a pipe"] = (str(tmp_path / "pipe"), [], "is neither a file nor a folder")
     cases["one cluster row"] = (
         put("ok5", frame),
         ["--max-cluster-rows", "1"],
@@ -623,7 +641,7 @@ BAD_INPUTS = [
     "output holds other files",
     "folds 1", "bin method", "storage options", "cluster fraction",
     "one resample", "empty scheduler address", "column as pandas index",
-    "resamples past any use", "infinite ratio",
+    "resamples past any use", "infinite ratio", "rounds past any use", "input is a pipe",
     "one cluster row", "iterations past the seeds", "misspelt xgboost parameter",
     "xgboost parameter value",
     "xgboost objective", "xgboost num_class", "xgboost booster", "xgboost weight", "xgboost seed",

@@ -204,6 +204,10 @@ def test_bad_options():
         PULSCAR(random_state=-1).fit(d.X, d.label)
     with pytest.raises(ValueError, match="from 0 to 4294967293, got 4294967294"):
         PULSCAR(random_state=2**32 - 2, n_iterations=3).fit(d.X, d.label)
+    with pytest.raises(ValueError, match=r"the seed must be a whole number .* got 'x'"):
+        PULSCAR(random_state="x").fit(d.X, d.label)
+    with pytest.raises(ValueError, match="n_rounds must be at most 100,000, got 1,000,000"):
+        PULSCAR(n_rounds=10**6).fit(d.X, d.label)
     # a model other than a tree classifier of one probability, before any model trains
     with pytest.raises(ValueError, match="objective 'binary:logitraw' would not learn"):
         PULSNAR(xgb_params={"objective": "binary:logitraw"}).fit(d.X, d.label)
@@ -351,3 +355,23 @@ def test_the_importance_model_gets_the_users_threads_and_each_scoring_the_execut
         run_pipeline(executor, method="pulsnar", config=config)
         assert executor.seen["importance"] == [importance]
         assert executor.seen["score"] and set(executor.seen["score"]) == {scoring}
+
+
+def test_random_state_none_or_a_numpy_state_draws_a_seed_the_fit_keeps():
+    """As scikit-learn takes them: None draws a fresh seed, a RandomState or Generator
+    draws one from itself; seed_ says which, and reproduces the fit."""
+    d = make_pu_data("scar", 60, 240, 3, 0.2, random_state=0)
+    quick = {"interval_resamples": 0, "n_rounds": 10}
+    drawn = PULSCAR(random_state=None, **quick).fit(d.X, d.label)
+    again = PULSCAR(random_state=drawn.seed_, **quick).fit(d.X, d.label)
+    assert again.seed_ == drawn.seed_ and again.alpha_ == drawn.alpha_
+    assert drawn.get_params()["random_state"] is None  # the parameter is left as given
+    one, other = (
+        PULSCAR(random_state=np.random.RandomState(3), **quick).fit(d.X, d.label).seed_
+        for _ in range(2)
+    )
+    assert one == other and 0 <= one < 2**32
+    # with iterations, the drawn seed leaves room for seed + i within the seeds' range
+    fit = PULSCAR(random_state=np.random.default_rng(3), n_iterations=2, **quick)
+    assert fit.fit(d.X, d.label).seed_ <= 2**32 - 2
+    assert PULSCAR(random_state=7, **quick).fit(d.X, d.label).seed_ == 7

@@ -39,6 +39,7 @@ DEFAULT_N_ROUNDS = 100
 # Seeds run from 0 to this (numpy's and scikit-learn's range of random states).
 MAX_SEED = 2**32 - 1
 MAX_RESAMPLES = 100_000  # the interval's bootstrap: 30 by default; more only costs time
+MAX_ROUNDS = 100_000  # XGBoost's boosting rounds a fold: 100 by default
 
 
 def check_seed(seed: Any, iterations: int = 1) -> None:
@@ -402,6 +403,8 @@ class PUConfig:
                 "max_unlabeled_ratio must be a finite positive number (None or 0: no cap), got "
                 f"{self.max_unlabeled_ratio}"
             )
+        if not self.n_rounds <= MAX_ROUNDS:
+            raise ValueError(f"n_rounds must be at most {MAX_ROUNDS:,}, got {self.n_rounds:,}")
         if not 0 <= self.min_cluster_fraction < 1:
             raise ValueError(
                 f"min_cluster_fraction must be in [0, 1), got {self.min_cluster_fraction}"
