@@ -63,9 +63,26 @@ _OWN_DOC = """    n_iterations : int, default 1
 
 
 def _proba_part(part: pd.DataFrame, model: PUModel) -> pd.DataFrame:
-    """Two-column probabilities (negative, positive) of one frame's rows."""
+    """Two-column probabilities (negative, positive) of one frame's rows, after refusing
+    feature values float32 cannot hold (:func:`check_representable`)."""
+    counts = None
+    with contextlib.suppress(ValueError, TypeError):  # text: refused by the encoding
+        counts = unrepresentable_counts(part[model.schema.numeric]).iloc[0]
+    if counts is not None:
+        check_representable(counts)
     _, positive = model.predict_frame(part)
     return pd.DataFrame({"negative": 1.0 - positive, "positive": positive}, index=part.index)
+
+
+def _proba_partition(
+    part: pd.DataFrame, model: PUModel, partition_info: dict | None = None
+) -> pd.DataFrame:
+    """:func:`_proba_part` of one partition of a Dask dataframe, a refusal naming it."""
+    try:
+        return _proba_part(part, model)
+    except PUError as exc:
+        number = (partition_info or {}).get("number")
+        raise PUError(f"{exc} (partition {number} of X)") from None
 
 
 def _seed_of(random_state: Any, iterations: Any) -> Any:
@@ -320,8 +337,8 @@ class PULSCAR(BaseEstimator):
         X : array-like or dask.dataframe.DataFrame
             Rows with the features the model was fitted on: a frame with those columns
             (others are ignored), or an array with them in order. Categories it has not
-            seen count as missing. In memory, values float32 cannot hold (infinite ones)
-            are refused; a Dask dataframe is scored as it is, lazily, unchecked.
+            seen count as missing. Values float32 cannot hold (infinite ones) are refused:
+            for a Dask dataframe as its partitions are computed.
 
         Returns
         -------
@@ -332,15 +349,9 @@ class PULSCAR(BaseEstimator):
         if isinstance(X, dd.DataFrame):
             self._check_columns(model, X.columns)
             meta = pd.DataFrame({"negative": [], "positive": []}, dtype=float)
-            scored = X[model.schema.names].map_partitions(_proba_part, model, meta=meta)
+            scored = X[model.schema.names].map_partitions(_proba_partition, model, meta=meta)
             return scored.to_dask_array()
-        frame = self._frame(model, X)
-        counts = None
-        with contextlib.suppress(ValueError, TypeError):  # text: refused by the encoding
-            counts = unrepresentable_counts(frame[model.schema.numeric]).iloc[0]
-        if counts is not None:
-            check_representable(counts)
-        return _proba_part(frame, model).to_numpy()
+        return _proba_part(self._frame(model, X), model).to_numpy()
 
     def predict(self, X: Any) -> Any:
         """1 where the calibrated probability of being positive is at least 0.5, else 0

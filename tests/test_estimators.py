@@ -1,5 +1,6 @@
 import re
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
@@ -177,6 +178,13 @@ def test_api_misuse_is_one_clear_error(snar, tmp_path):
     infinite[3, 1] = np.inf
     with pytest.raises(PUError, match=re.escape("which the models cannot hold: x1 (1 row)")):
         fitted.predict_proba(infinite)
+    # a Dask dataframe: refused as the partition holding the value is computed
+    frame = pd.DataFrame(np.roll(infinite, -3, axis=0)[::-1], columns=["x0", "x1", "x2"])
+    lazy = fitted.predict_proba(dd.from_pandas(frame, npartitions=2))
+    with pytest.raises(PUError, match=re.escape("cannot hold: x1 (1 row) (partition 1 of X)")):
+        lazy.compute()
+    finite = dd.from_pandas(pd.DataFrame(X, columns=["x0", "x1", "x2"]), npartitions=2)
+    np.testing.assert_allclose(fitted.predict_proba(finite).compute(), fitted.predict_proba(X))
     fitted.save(str(tmp_path / "m"))
     assert PULSCAR.load(str(tmp_path / "m")).n_features_in_ == 3
 
