@@ -1211,15 +1211,16 @@ def _unreached_high(run: dict) -> float:
 @dataclass(frozen=True)
 class IntervalRule:
     """How a recorded fit's interval is read again: its low end multiplied by ``floor``
-    where the implied AUC is below ``line``; where auto's two readings differ, its end on
-    the clusters' side moved ``reach`` times their gap further out; and auto's warning
-    that the two readings differ given where they lie more than ``differ`` of their
-    combined bootstrap spreads apart (``inf``: never)."""
+    where the implied AUC is below ``line``; where auto's two readings lie more than 1.96
+    of their combined bootstrap spreads apart, its end on the clusters' side moved
+    ``reach`` times their gap further out; and a warning that the two readings differ
+    where they lie more than ``differ`` spreads apart (``inf``: never, as the package
+    since e884b41; 1.96 before)."""
 
     line: float = 0.0
     floor: float = 1.0
     reach: float = 0.0
-    differ: float = Z_95
+    differ: float = np.inf
 
 
 def read_interval(run: dict, rule: IntervalRule) -> dict:
@@ -1229,27 +1230,31 @@ def read_interval(run: dict, rule: IntervalRule) -> dict:
     low, high = _unfloored_low(run), _unreached_high(run)
     if _negative_auc(run) < rule.line:  # NaN: not checked, never below
         low *= rule.floor
-    evidence = run.get("evidence") or {}
-    if evidence.get("readings_differ"):
-        gap = evidence["readings"]["pulsnar"] - evidence["readings"]["pulscar"]
+    if _readings_apart(run, Z_95):
+        gap = _kernel(run, "pulsnar")[0] - _kernel(run, "pulscar")[0]
         if gap > 0:
             high = min(high + rule.reach * gap, 1.0)
         else:
             low = max(low + rule.reach * gap, 0.0)
     others = [w for w in run["warnings"] if DIFFER not in w]
     warned = any(any(key in w for key in AS_RAN_WARNINGS) for w in others)
-    warned |= high - low > WIDE_INTERVAL or _readings_z(run) > rule.differ
+    warned |= high - low > WIDE_INTERVAL or _readings_apart(run, rule.differ)
     return _judged(run["method"], run["alpha"], low, high, run["true"], warned)
 
 
-def _readings_z(run: dict) -> float:
-    """How far apart auto's two kernel readings lie, in their combined bootstrap spreads
-    (NaN: one cluster, a single reading)."""
-    readings = run["readings"]
-    if "pulsnar kernel" not in readings:
-        return np.nan
-    (a, sd_a), (b, sd_b) = (readings[f"{m} kernel"] for m in ("pulscar", "pulsnar"))
-    return abs(a - b) / float(np.hypot(sd_a, sd_b))
+def _kernel(run: dict, assumption: str) -> tuple[float, float]:
+    """An assumption's kernel reading and its bootstrap spread, as the run recorded them."""
+    a, sd = run["readings"][f"{assumption} kernel"]
+    return float(a), float(sd)
+
+
+def _readings_apart(run: dict, z: float) -> bool:
+    """Whether auto's two kernel readings lie more than ``z`` of their combined bootstrap
+    spreads apart (False for one cluster, a single reading, and for ``z`` infinite)."""
+    if "pulsnar kernel" not in run["readings"]:
+        return False
+    (a, sd_a), (b, sd_b) = _kernel(run, "pulscar"), _kernel(run, "pulsnar")
+    return bool(abs(a - b) > z * float(np.hypot(sd_a, sd_b)))
 
 
 @dataclass(frozen=True)
@@ -1267,7 +1272,7 @@ class IntervalScreen:
     rules : dict
         Label -> rule, in the order ties go (to the first listed).
     baseline : str
-        The rule the choice is reported beside: the package's.
+        The rule the choice is reported beside (the package's as the fits ran).
     """
 
     command: str
@@ -1297,11 +1302,11 @@ SCREENS = {
         command="reach",
         title="How far past the clusters' reading the interval reaches, chosen out of sample",
         what=f"each run's interval read from 0 where the implied AUC is below {OVERLAP_AUC:g} "
-        "(the package's floor) and, where auto's two readings differ beyond their noise, "
-        "with its end on the clusters' side moved a multiple of the gap between the two "
-        "readings further out",
+        "(the package's floor) and, where auto's two readings lie more than 1.96 of their "
+        "combined bootstrap spreads apart, with its end on the clusters' side moved a "
+        "multiple of the gap between the two readings further out",
         rules={
-            "none" if k == 0 else f"{k:g} x the gap": IntervalRule(OVERLAP_AUC, 0.0, k)
+            "none" if k == 0 else f"{k:g} x the gap": IntervalRule(OVERLAP_AUC, 0.0, k, Z_95)
             for k in REACHES
         },
     ),
@@ -1309,9 +1314,10 @@ SCREENS = {
         command="differ",
         title="Where auto warns that its two readings differ, chosen out of sample",
         what=f"each run's interval read from 0 where the implied AUC is below {OVERLAP_AUC:g} "
-        "(the package's floor), with auto's warning that PULSCAR's and the clusters' "
-        "readings differ given where they lie more than a line of their combined bootstrap "
-        "spreads apart (`never`: no such warning)",
+        "(the package's floor), with a warning that PULSCAR's and the clusters' readings "
+        "differ given where they lie more than a line of their combined bootstrap spreads "
+        "apart (`never`: no such warning, the package since e884b41; 1.96: auto's line "
+        "before)",
         rules={
             ("1.96" if z == Z_95 else "never" if z == np.inf else f"{z:g}"): IntervalRule(
                 OVERLAP_AUC, 0.0, 0.0, z
@@ -1338,8 +1344,12 @@ def interval_screen(
     """
     tuning, reported = _tuning_and_reported(tuning_path, report_path)
     for runs in (tuning, reported):
-        spans = np.array([[_unfloored_low(r), _unreached_high(r)] for r in runs.to_dict("records")])
-        if not np.allclose(spans, runs[["low", "high"]].to_numpy(), atol=1e-9):
+        records = runs.to_dict("records")
+        spans = np.array([[_unfloored_low(r), _unreached_high(r)] for r in records])
+        floored = np.array([_negative_auc(r) < OVERLAP_AUC for r in records])  # since 2e5e2e6
+        lows = runs.low.to_numpy()
+        as_read = np.isclose(spans[:, 0], lows, atol=1e-9) | (floored & (lows == 0))
+        if not (as_read.all() and np.allclose(spans[:, 1], runs.high, atol=1e-9)):
             raise SystemExit("a run's interval is not the span of its readings")
     baseline = screen.baseline
 

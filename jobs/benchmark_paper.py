@@ -24,8 +24,7 @@ Benchmarks (``--only`` picks some; ``--seeds`` caps the real sets at 5 seeds):
   left out and listed.
 
 Writes to benchmarks/results/paper/ (or ``--out``): ``runs.csv`` (every run; under auto,
-``pulsnar_alpha`` is the clusters' reading beside PULSCAR's and ``readings_differ`` whether
-the run warned that the two differ beyond their noise),
+``pulsnar_alpha`` is the clusters' reading beside PULSCAR's),
 ``<benchmark>.md`` tables beside the paper's numbers, ``<benchmark>.png`` bar plots,
 ``calibration.{md,png}``, ``classification.{md,png}`` and ``summary.md`` (headline
 errors against the targets).
@@ -173,7 +172,6 @@ def run_one(
     evidence = result.method_evidence or {}
     if "readings" in evidence:  # auto with several clusters: the clusters' reading too
         row["pulsnar_alpha"] = evidence["readings"]["pulsnar"]
-        row["readings_differ"] = evidence["readings_differ"]
     curves = None
     if bench.calibrate:
         truth = (result.true_labels > 0).astype(float)

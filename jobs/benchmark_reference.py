@@ -15,7 +15,8 @@ the fractions and seeds of our committed runs), with the settings of its own exa
   Their settings differ from set to set, and the reader is sensitive to them: with the
   dry beans example's bandwidths (0.1-0.5) PULSCAR reads grid at 0.26-0.37 for 0.2.
 
-The reference has to be told SCAR or SNAR; ours decides (``--method auto``). Its results
+The reference has to be told SCAR or SNAR; ours runs ``--method auto`` (PULSCAR's alpha, the
+clusters' reading spanned beside it). Its results
 are paired with our committed runs of the same set, fraction and seed
 (``paper_variants/cluster_split/runs.csv``, today's defaults through the engine).
 

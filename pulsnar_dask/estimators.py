@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import numbers
 import warnings
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import dask.dataframe as dd
@@ -20,7 +22,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import DataConversionWarning, NotFittedError
-from sklearn.utils import ClassifierTags
+from sklearn.utils import ClassifierTags, check_random_state
 
 from pulsnar_dask.core.choices import check_choice
 from pulsnar_dask.core.config import MAX_SEED, PUConfig, parameter_docs
@@ -82,22 +84,27 @@ def _proba_partition(
         return _proba_part(part, model)
     except PUError as exc:
         number = (partition_info or {}).get("number")
-        raise PUError(f"{exc} (partition {number} of X)") from None
+        where = "" if number is None else f" (X's partition {number}, counted from 0)"
+        raise PUError(f"{exc}{where}") from None
 
 
 def _seed_of(random_state: Any, iterations: Any) -> Any:
-    """The job's seed from scikit-learn's ``random_state``: an int as given (checked by the
-    job); for ``None`` or a NumPy ``RandomState`` or ``Generator``, one drawn from it that
-    leaves room for the iterations' seeds ``seed + i``."""
-    if random_state is not None and not isinstance(
-        random_state, np.random.RandomState | np.random.Generator
-    ):
+    """The job's seed from scikit-learn's ``random_state``: an integer as given (checked
+    by the job); for ``None`` (NumPy's global random state, as scikit-learn reads it) or a
+    NumPy ``RandomState`` or ``Generator``, one drawn from it that leaves room for the
+    iterations' seeds ``seed + i`` (0 where there is none: the job refuses the
+    iterations)."""
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    if isinstance(random_state, np.random.Generator):
+        draw = random_state.integers
+    elif random_state is None or isinstance(random_state, np.random.RandomState):
+        draw = partial(check_random_state(random_state).randint, dtype=np.int64)
+    else:
         return random_state
-    top = MAX_SEED - max(iterations, 1) + 1 if isinstance(iterations, int) else MAX_SEED
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(0, top + 1, dtype=np.int64))
-    rng = random_state if random_state is not None else np.random.default_rng()
-    return int(rng.integers(0, top + 1))
+    whole = isinstance(iterations, numbers.Integral) and not isinstance(iterations, bool)
+    top = max(MAX_SEED - max(int(iterations), 1) + 1, 0) if whole else MAX_SEED
+    return int(draw(0, top + 1))
 
 
 class PULSCAR(BaseEstimator):
@@ -422,8 +429,8 @@ class PULSNAR(PULSCAR):
 
     The labeled positives are clustered into subtypes; PULSCAR runs on each cluster's
     positives plus all unlabeled rows, and the cluster alphas add up to ``alpha_``. With
-    ``method="auto"`` (default) PULSCAR on all positives is kept instead where the data
-    look SCAR (``method_``).
+    ``method="auto"`` (default) ``alpha_`` is PULSCAR's on all positives, and the clusters'
+    reading is recorded beside it and spanned by the interval (``method_evidence_``).
 
     Parameters
     ----------

@@ -94,12 +94,23 @@ class PUFrame:
 
 def _data_files(fs: Any, path: str) -> list[str]:
     """The Parquet files of a dataset folder, as Dask reads them (hidden and ``_``-files
-    such as ``_metadata`` left out)."""
-    return sorted(
+    such as ``_metadata`` left out).
+
+    Raises
+    ------
+    PUError
+        For one that is not a plain file (a named pipe would block the reader).
+    """
+    found = fs.find(path, detail=True)
+    files = sorted(
         f
-        for f in fs.find(path)
+        for f in found
         if f.endswith((".parquet", ".parq", ".pq")) and not Path(f).name.startswith((".", "_"))
     )
+    odd = [f for f in files if found[f].get("type", "file") != "file"]
+    if odd:
+        raise PUError(f"{path} holds {odd[0]}, which is not a plain file")
+    return files
 
 
 def _type_kind(arrow_type: Any) -> str:
@@ -247,14 +258,17 @@ def open_parquet(
         raise PUError(f"cannot open {path}: {exc}") from None
     try:
         exists = fs.exists(fs_path)
+        is_dir = exists and fs.isdir(fs_path)
+        # a named pipe or a device would block the reader
+        neither = exists and not is_dir and not fs.isfile(fs_path)
     except Exception as exc:  # storage that cannot be reached or refuses the credentials
         raise PUError(f"cannot reach {path}: {type(exc).__name__}: {exc}") from None
     if not exists:
         raise PUError(f"input {path} does not exist")
-    if not (fs.isdir(fs_path) or fs.isfile(fs_path)):  # a pipe or device blocks the reader
+    if neither:
         raise PUError(f"input {path} is neither a file nor a folder")
     try:
-        files = _data_files(fs, fs_path) if fs.isdir(fs_path) else [fs_path]
+        files = _data_files(fs, fs_path) if is_dir else [fs_path]
         if not files:
             return dd.read_parquet(path, storage_options=storage_options), None
         schema, filled = read_schema(fs, files, path)

@@ -348,7 +348,12 @@ def test_headline_reads_the_summary():
     # auto's two readings beside it: the overlap's warning still, as it holds under
     # PULSCAR's assumption, the estimate's
     summary["method_evidence"].update(n_clusters=3, readings={"pulscar": 0.171, "pulsnar": 0.293})
+    assert "; 3 clusters read 0.293 beside it); 95% interval" in headline(summary)
     assert headline(summary).endswith(high)
+    # a summary written before 2026-12-07 may carry readings_differ: no longer read
+    summary["method_evidence"]["readings_differ"] = True
+    assert headline(summary).endswith(high) and "SCAR OR SNAR" not in headline(summary)
+    del summary["method_evidence"]["readings_differ"]
     summary["method_evidence"] = {"subtypes_may_be_unseen": False}
     summary["method_evidence"]["subtypes_may_be_unseen"] = True  # the overlap is named first
     assert "MAY BE HIGH" in headline(summary) and "MAY BE LOW" not in headline(summary)
@@ -560,6 +565,9 @@ def bad_inputs(tmp_path_factory):
     )
     os.mkfifo(tmp_path / "pipe")  # opened as a file, it would block until written
     cases["input is a pipe"] = (str(tmp_path / "pipe"), [], "is neither a file nor a folder")
+    (tmp_path / "piped").mkdir()
+    os.mkfifo(tmp_path / "piped" / "part.0.parquet")
+    cases["dataset part is a pipe"] = (str(tmp_path / "piped"), [], "which is not a plain file")
     cases["one cluster row"] = (
         put("ok5", frame),
         ["--max-cluster-rows", "1"],
@@ -642,6 +650,7 @@ BAD_INPUTS = [
     "folds 1", "bin method", "storage options", "cluster fraction",
     "one resample", "empty scheduler address", "column as pandas index",
     "resamples past any use", "infinite ratio", "rounds past any use", "input is a pipe",
+    "dataset part is a pipe",
     "one cluster row", "iterations past the seeds", "misspelt xgboost parameter",
     "xgboost parameter value",
     "xgboost objective", "xgboost num_class", "xgboost booster", "xgboost weight", "xgboost seed",
@@ -1232,9 +1241,8 @@ def test_a_run_whose_readings_differ_says_why_its_interval_is_wide(tmp_path, cap
     assert high - low > WIDE_INTERVAL and summary["alpha_imprecise"] is True
     assert "SCAR from SNAR" not in caplog.text  # no warning of its own
     assert (
-        f"it spans PULSCAR's reading, {pulscar:.3f}, and the {evidence['n_clusters']} "
-        f"clusters', {pulsnar:.3f}: the positives labeled at random, or each subtype at its "
-        "own rate"
+        f"it spans PULSCAR's reading, {pulscar:.3f} (positives labeled at random), and the "
+        f"{evidence['n_clusters']} clusters', {pulsnar:.3f} (each subtype at its own rate)"
     ) in caplog.text
     line = headline(summary)
     assert (

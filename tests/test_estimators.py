@@ -49,7 +49,9 @@ def test_overlapping_classes_warn_that_alpha_may_be_far_too_high(caplog):
     assert "labeled positives and unlabeled negatives overlap" in caplog.text
     # every reading is an upper bound: the interval starts at 0 and holds the truth
     assert est.alpha_interval_.low == 0.0 < d.true_alpha < est.alpha_interval_.high
-    assert "(it starts at 0, as the classes overlap)" in caplog.text
+    assert "(it starts at 0, as the classes overlap; the summary's interval_readings" in (
+        caplog.text
+    )
 
 
 @pytest.mark.parametrize(
@@ -181,7 +183,7 @@ def test_api_misuse_is_one_clear_error(snar, tmp_path):
     # a Dask dataframe: refused as the partition holding the value is computed
     frame = pd.DataFrame(np.roll(infinite, -3, axis=0)[::-1], columns=["x0", "x1", "x2"])
     lazy = fitted.predict_proba(dd.from_pandas(frame, npartitions=2))
-    with pytest.raises(PUError, match=re.escape("cannot hold: x1 (1 row) (partition 1 of X)")):
+    with pytest.raises(PUError, match=re.escape("x1 (1 row) (X's partition 1, counted from 0)")):
         lazy.compute()
     finite = dd.from_pandas(pd.DataFrame(X, columns=["x0", "x1", "x2"]), npartitions=2)
     np.testing.assert_allclose(fitted.predict_proba(finite).compute(), fitted.predict_proba(X))
@@ -379,7 +381,22 @@ def test_random_state_none_or_a_numpy_state_draws_a_seed_the_fit_keeps():
         for _ in range(2)
     )
     assert one == other and 0 <= one < 2**32
-    # with iterations, the drawn seed leaves room for seed + i within the seeds' range
-    fit = PULSCAR(random_state=np.random.default_rng(3), n_iterations=2, **quick)
-    assert fit.fit(d.X, d.label).seed_ <= 2**32 - 2
-    assert PULSCAR(random_state=7, **quick).fit(d.X, d.label).seed_ == 7
+    np.random.seed(5)  # noqa: NPY002 (None reads the global state, as scikit-learn does)
+    first = PULSCAR(random_state=None, **quick).fit(d.X, d.label).seed_
+    np.random.seed(5)  # noqa: NPY002
+    assert PULSCAR(random_state=None, **quick).fit(d.X, d.label).seed_ == first
+    assert PULSCAR(random_state=np.int64(7), **quick).fit(d.X, d.label).seed_ == 7
+    assert type(PULSCAR(random_state=np.int64(7), **quick).fit(d.X, d.label).seed_) is int
+
+
+def test_a_drawn_seed_leaves_room_for_the_iterations_seeds():
+    from pulsnar_dask.core.config import MAX_SEED
+    from pulsnar_dask.estimators import _seed_of
+
+    # seeds seed .. seed + iterations - 1 must all be at most MAX_SEED: the draw's top
+    assert _seed_of(np.random.default_rng(0), MAX_SEED + 1) == 0
+    assert _seed_of(np.random.RandomState(0), MAX_SEED) in (0, 1)
+    assert _seed_of(np.random.default_rng(0), np.int64(MAX_SEED + 1)) == 0
+    # more iterations than seeds: 0, which the job then refuses in its own words
+    assert _seed_of(None, MAX_SEED + 5) == 0
+    assert _seed_of("x", 1) == "x" and _seed_of(True, 1) is True  # refused by the job

@@ -366,8 +366,7 @@ class PUConfig:
     interval_resamples: int = option(
         30,
         "Bootstrap resamples of the probabilities behind the 95% interval of alpha; 0: "
-        "no interval (and under method auto, no weighing of the clusters' reading against "
-        "PULSCAR's).",
+        "no interval (and under method auto, the clusters' reading is not recorded).",
         type="int",
         flag="--interval-resamples",
     )

@@ -48,7 +48,7 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
     job : Job
     beside_pulscar : bool
         Also score PULSCAR's subproblem (every positive), alongside the clusters, where
-        there is more than one cluster (auto weighs the two).
+        there is more than one cluster (auto's interval spans the two).
 
     Returns
     -------

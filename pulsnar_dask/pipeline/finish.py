@@ -98,14 +98,15 @@ def interval_of(
     if reading.alternative:
         record_readings(interval, reading.evidence, config.alpha_estimator)
         why.append(
-            "it spans PULSCAR's reading, {pulscar:.3f}, and the {n} clusters', {pulsnar:.3f}: "
-            "the positives labeled at random, or each subtype at its own rate".format(
+            "it spans PULSCAR's reading, {pulscar:.3f} (positives labeled at random), and the "
+            "{n} clusters', {pulsnar:.3f} (each subtype at its own rate)".format(
                 n=reading.evidence["n_clusters"], **reading.evidence["readings"]
             )
         )
     if overlaps(negative_auc):
         interval = replace(interval, low=0.0)
         why.append("it starts at 0, as the classes overlap")
+    why.append("the summary's interval_readings show which readings widen it")
     if too_wide(interval):
         logger.warning(
             "alpha is imprecise: its 95%% interval is %.3f wide (%.3f-%.3f), more than %g; "
@@ -114,7 +115,7 @@ def interval_of(
             interval.low,
             interval.high,
             WIDE_INTERVAL,
-            "; ".join(why) or "the summary's interval_readings show which readings widen it",
+            "; ".join(why),
         )
     job.mark("interval")
     return interval
