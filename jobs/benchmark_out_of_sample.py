@@ -1449,10 +1449,13 @@ def defaults(runs_path: Path, held_out_path: Path | None, name: str) -> None:
         "is chosen from these runs, so their in-sample and leave-one-family-out figures are "
         "one figure. The rules of the defaults were designed on the visible families, and "
         "auto's reading since 5752f15 (PULSCAR's alpha, the interval spanning the clusters' "
-        "readings, a warning where the two differ beyond their noise) was chosen on the held-out "
-        "panel (docs/decisions/2026-12-03-held-out-panel.md), so neither group is out of "
-        "sample for every choice: the held-out panel's figures are out of sample for the "
-        "designs made before 2026-12-03, in sample for that choice.",
+        "readings; until e884b41 also a warning where the two differ beyond their noise) was "
+        "chosen on the held-out panel (docs/decisions/2026-12-03-held-out-panel.md), so "
+        "neither group is out of sample for every choice: the held-out panel's figures are "
+        "out of sample for the designs made before 2026-12-03, in sample for that choice. "
+        "The later rules (the width line, the interval from 0 under overlap, the warning's "
+        "removal) were chosen leave-one-family-out on seeds 0-2 of both panels "
+        "(docs/decisions/).",
         "",
         "Columns: MAE; 95% coverage; mean width; mean width of the unwarned runs; confident "
         "wrong runs (error > 0.05, outside the interval, no warning); share of runs warned; "
