@@ -408,8 +408,8 @@ def read_run(run: dict, setting: dict) -> dict:
             spans.append(other)
             if setting["point"] == "middle":
                 alpha = (alpha + evidence["readings"][other]) / 2
-            (a, sd_a), (b, sd_b) = (evidence["bootstrap"][f"{m} kernel"] for m in spans)
-            warned |= abs(a - b) > Z_95 * float(np.hypot(sd_a, sd_b))  # readings_differ
+            # auto's warning until e884b41
+            warned |= _apart(*(evidence["bootstrap"][f"{m} kernel"] for m in spans), Z_95)
         low, high = _span(evidence["bootstrap"], spans, setting["readers"])
     else:  # one cluster: PULSCAR's reading alone
         method, alpha = run["method"], run["alpha"]
@@ -765,8 +765,7 @@ def read_claims(run: dict, use: str, overlap: str) -> dict:
         spans = ["pulsnar"]
     else:
         spans = ["pulscar", "pulsnar"]
-        (a, sd_a), (b, sd_b) = kernel["pulscar"], kernel["pulsnar"]
-        warned |= abs(a - b) > Z_95 * float(np.hypot(sd_a, sd_b))  # readings_differ
+        warned |= _apart(kernel["pulscar"], kernel["pulsnar"], Z_95)  # auto's, until e884b41
     low, high = _span(readings, spans, INTERVAL_READERS)
     if _negative_auc(run) < OVERLAP_AUC:
         low = 0.0
@@ -1248,13 +1247,19 @@ def _kernel(run: dict, assumption: str) -> tuple[float, float]:
     return float(a), float(sd)
 
 
+def _apart(first: tuple[float, float], second: tuple[float, float], z: float) -> bool:
+    """Whether two readings, each ``(alpha, bootstrap sd)``, lie more than ``z`` of their
+    combined spreads apart (never for ``z`` infinite)."""
+    (a, sd_a), (b, sd_b) = first, second
+    return bool(abs(a - b) > z * float(np.hypot(sd_a, sd_b)))
+
+
 def _readings_apart(run: dict, z: float) -> bool:
-    """Whether auto's two kernel readings lie more than ``z`` of their combined bootstrap
-    spreads apart (False for one cluster, a single reading, and for ``z`` infinite)."""
+    """:func:`_apart` of auto's two kernel readings (False for one cluster, a single
+    reading)."""
     if "pulsnar kernel" not in run["readings"]:
         return False
-    (a, sd_a), (b, sd_b) = _kernel(run, "pulscar"), _kernel(run, "pulsnar")
-    return bool(abs(a - b) > z * float(np.hypot(sd_a, sd_b)))
+    return _apart(_kernel(run, "pulscar"), _kernel(run, "pulsnar"), z)
 
 
 @dataclass(frozen=True)

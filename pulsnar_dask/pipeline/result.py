@@ -374,11 +374,10 @@ def headline(summary: dict[str, Any]) -> str:
         (PULSNAR, 5 clusters)`` (auto with several clusters: ``(PULSCAR; 5 clusters
         read 0.301 beside it)``, their reading as PULSNAR reads them), with the 95%
         interval (``alpha_interval``, else the iterations' ``alpha_ci``) when there is
-        one, and a warning when alpha is not
-        identified, when a feature may record the label (perfect separation), when
-        alpha may be far too high (positives and negatives overlap), when alpha may be
-        read low (one cluster found on part of the features), or else when the interval
-        is too wide to act on (``alpha_imprecise``).
+        one, and a warning when alpha is not identified, when a feature may record the
+        label (perfect separation), when alpha may be far too high (positives and
+        negatives overlap), when alpha may be read low (one cluster found on part of the
+        features), or else when the interval is too wide to act on (``alpha_imprecise``).
     """
     n_unlabeled = summary["n_unlabeled"]
     evidence = summary.get("method_evidence") or {}
@@ -428,5 +427,4 @@ def headline(summary: dict[str, Any]) -> str:
         text += (
             f"; IMPRECISE: the interval is {high - low:.3f} wide, the data do not pin alpha down"
         )
-
     return text
