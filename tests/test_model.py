@@ -134,6 +134,27 @@ def xgb_booster(model: bytes):
     return xgb.Booster(model_file=bytearray(model))
 
 
+def test_fold_predictions_score_each_row_by_its_folds_model_in_either_layout():
+    """Oracle: every row's probability is its own fold model's on that row alone, for a
+    frame's column-major values as for a row-major copy."""
+    from pulsnar_dask.core.scoring import _fit, booster_params, fold_predictions, model_bytes
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 4)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=600) > 0.5).astype(np.float32)
+    folds = rng.integers(0, 3, 600).astype(np.int8)
+    models = [
+        model_bytes(_fit(X[folds != k], y[folds != k], booster_params(None, k, 1), 10))
+        for k in range(3)
+    ]
+    by_column = np.asfortranarray(X)
+    got = fold_predictions(models, by_column, folds, 1)
+    np.testing.assert_array_equal(got, fold_predictions(models, X, folds, 1))
+    for i in rng.choice(600, 20, replace=False):
+        alone = xgb_booster(models[folds[i]]).inplace_predict(X[i : i + 1])
+        assert got[i] == np.float64(alone[0])
+
+
 def test_each_fold_model_gives_the_out_of_fold_probabilities_of_its_fold(snar):
     """Oracle: the saved fold models are the ones that scored the run's held-out rows
     (the scoring loaded them as UBJSON; the run keeps them as XGBoost JSON)."""

@@ -421,6 +421,9 @@ def fold_predictions(
     import xgboost as xgb
 
     proba = np.empty(len(folds), dtype=float)
+    # rows are taken fold by fold: from a frame's column-major values that gather strides
+    # across every column, 3-4 times the cost of one row-major copy first
+    X = np.ascontiguousarray(X)
     for fold, model in enumerate(models):
         held_out = np.flatnonzero(folds == fold)  # positions: twice as fast a copy as a mask
         if held_out.size:
