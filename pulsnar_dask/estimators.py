@@ -46,6 +46,7 @@ SCORING_SETTINGS = [
 CLUSTER_SETTINGS = [
     "n_clusters", "max_clusters", "cluster_selection", "covariance_type",
     "max_cluster_features", "max_cluster_rows", "min_cluster_fraction", "claim_overlap",
+    "max_reading_rows",
 ]  # fmt: skip
 _OWN_DOC = """    n_iterations : int, default 1
         Repeats with seeds ``random_state + i``; ``alpha_`` is their mean.
@@ -513,6 +514,7 @@ class PULSNAR(PULSCAR):
         max_cluster_rows: int | None = _D.max_cluster_rows,
         min_cluster_fraction: float = _D.min_cluster_fraction,
         claim_overlap: float = _D.claim_overlap,
+        max_reading_rows: int | None = _D.max_reading_rows,
         method: str = "auto",
     ):
         super().__init__(
@@ -546,6 +548,7 @@ class PULSNAR(PULSCAR):
         self.max_cluster_rows = max_cluster_rows
         self.min_cluster_fraction = min_cluster_fraction
         self.claim_overlap = claim_overlap
+        self.max_reading_rows = max_reading_rows
         self.method = method
 
     def fit(self, X: Any, y: Any, client: Any = None) -> PULSNAR:

@@ -89,12 +89,16 @@ def test_pulsnar_retrain_is_compared_with_pulscars_classifier(client, data):
     assert auto.metrics["without_pu"] == snar.metrics["without_pu"]
 
 
-def test_auto_method_matches_the_in_memory_estimator(client, data):
+@pytest.mark.parametrize("max_reading_rows", [None, 1000])
+def test_auto_method_matches_the_in_memory_estimator(client, data, max_reading_rows):
+    """Oracle: the in-memory estimator; with the clusters' reading on a sample of the
+    3000 unlabeled rows too (the same rows drawn from the ids on the partitions)."""
     puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
-    result = run_job(client, puf, seed=2, engine="task")  # method="auto" by default
+    config = PUConfig(max_reading_rows=max_reading_rows)
+    result = run_job(client, puf, config=config, seed=2, engine="task")  # method="auto"
     _, d = data
     X = pd.DataFrame(d.X, columns=puf.features)  # the same feature names
-    est = PULSNAR(random_state=2, n_jobs=1).fit(X, d.label)
+    est = PULSNAR(random_state=2, n_jobs=1, max_reading_rows=max_reading_rows).fit(X, d.label)
     assert result.method == est.method_ and result.method_evidence == est.method_evidence_
     assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
     # the interval is read from the same probabilities under the same assumptions
@@ -107,10 +111,10 @@ def test_auto_method_matches_the_in_memory_estimator(client, data):
     assert low <= result.alpha <= high
     # counted on the workers' partitions, whose pieces the result then lets go
     assert result.subproblems and not any(s.pieces for s in result.subproblems)
-    # auto spans both assumptions where the positives form several clusters
+    # auto spans both assumptions where the positives form several clusters (here 3)
     assumptions = {name.split()[0] for name in result.alpha_interval.readings}
-    several = result.method_evidence["n_clusters"] > 1
-    assert assumptions == ({"pulsnar", "pulscar"} if several else {"pulscar"})
+    assert result.method_evidence["n_clusters"] > 1
+    assert assumptions == {"pulsnar", "pulscar"}
     summary = result.summary()
     assert summary["method_requested"] == "auto" and summary["method"] == "pulscar"
     assert summary["alpha_interval"] == [low, high]

@@ -68,6 +68,25 @@ def test_auto_reads_pulscar_and_spans_the_clusters_where_subtypes_are_labeled_ap
     assert set(plain.alpha_interval_.readings) == {"pulsnar kernel", "pulsnar tail"}
 
 
+def test_without_an_interval_auto_scores_no_cluster_and_says_so(caplog):
+    """With no interval to span them, auto's clusters are found but not scored: the same
+    alpha (PULSCAR's), no clusters' reading, and a headline that says why."""
+    snar = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
+    with caplog.at_level(logging.INFO, logger="pulsnar_dask"):
+        bare = PULSNAR(random_state=0, n_jobs=2, interval_resamples=0).fit(snar.X, snar.label)
+    auto = PULSNAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
+    assert bare.alpha_ == auto.alpha_ and bare.alpha_interval_ is None
+    evidence = bare.method_evidence_
+    assert evidence["n_clusters"] == auto.method_evidence_["n_clusters"] > 1
+    assert "readings" not in evidence and "not read" in evidence["reason"]
+    assert "cluster subproblem" not in caplog.text  # no cluster was scored
+    assert "the 3 clusters are not read without an interval" in caplog.text
+    summary = {"alpha": bare.alpha_, "hidden_positives": 600, "n_unlabeled": 3000,
+               "method": "pulscar", "n_clusters": 1, "alpha_identified": True,
+               "method_evidence": evidence}  # fmt: skip
+    assert headline(summary).endswith("(PULSCAR; 3 clusters found, not read without an interval)")
+
+
 def test_auto_reads_pulscar_where_subtypes_hidden_alike_read_alike():
     """SCAR: two separated blobs of positives, 30% of each hidden at random. The clusters
     read what PULSCAR reads, within their noise: PULSCAR's alpha, a narrow interval."""

@@ -267,3 +267,37 @@ def test_take_rows_returns_the_arrays_themselves_only_for_every_row_in_order():
     shuffled = take_rows(np.array([1, 0, 2, 3, 4, 5]), X)[0]
     assert shuffled is not X
     np.testing.assert_array_equal(shuffled, X[[1, 0, 2, 3, 4, 5]])
+
+
+def test_a_sampled_scoring_keeps_every_positive_and_the_same_unlabeled_rows_anywhere():
+    """A scoring on a share of the unlabeled rows: every labeled positive it asks for,
+    about that share of the unlabeled rows, the same rows for every request of a seed
+    and on any split of the table, other rows for another seed."""
+    from pulsnar_dask.core.config import PUConfig
+    from pulsnar_dask.pipeline.executor import ScoreRequest
+
+    rng = np.random.default_rng(0)
+    ids = rng.permutation(40_000) * 7 + 3
+    labels = (rng.random(ids.size) < 0.1).astype(np.int8)
+    positives = ids[labels == 1][::2]
+
+    def request(seed, share, chosen=positives):
+        return ScoreRequest(["f0"], chosen, None, PUConfig(), seed, "c", None, share)
+
+    keep, kept_labels = request(4, 0.25).rows(ids, labels)
+    assert set(ids[keep & (labels == 1)]) == set(positives)
+    assert (kept_labels == labels[keep]).all()
+    n_unlabeled = int(np.sum(labels == 0))
+    assert abs(np.sum(keep & (labels == 0)) - 0.25 * n_unlabeled) < 4 * np.sqrt(n_unlabeled)
+    unlabeled_kept = set(ids[keep & (labels == 0)])
+    other_cluster, _ = request(4, 0.25, positives[:10]).rows(ids, labels)
+    assert set(ids[other_cluster & (labels == 0)]) == unlabeled_kept
+    halves = [
+        request(4, 0.25).rows(ids[part], labels[part])[0]
+        for part in (slice(0, 15_000), slice(15_000, None))
+    ]
+    assert np.array_equal(np.concatenate(halves), keep)
+    another_seed, _ = request(5, 0.25).rows(ids, labels)
+    assert set(ids[another_seed & (labels == 0)]) != unlabeled_kept
+    everything, _ = request(4, 1.0, None).rows(ids, labels)
+    assert everything.all()

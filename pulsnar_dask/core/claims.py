@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pulsnar_dask.core.folds import row_hash
+from pulsnar_dask.core.folds import row_uniform
 from pulsnar_dask.core.grid import N_CELLS
 
 # keeps the relabeling's hash apart from the folds' and the bootstrap's of the same id
@@ -244,7 +244,5 @@ def claimed_flags(cells: np.ndarray, claim: Claim, row_ids: np.ndarray, seed: in
     taken = cells > claim.cell
     boundary = cells == claim.cell
     if claim.share > 0 and boundary.any():
-        hashed = row_hash(np.asarray(row_ids)[boundary], seed ^ _SALT)
-        uniform = (hashed >> np.uint64(11)).astype(np.float64) * 2.0**-53
-        taken[boundary] = uniform < claim.share
+        taken[boundary] = row_uniform(np.asarray(row_ids)[boundary], seed ^ _SALT) < claim.share
     return taken

@@ -279,6 +279,17 @@ class PUConfig:
         flag="--max-train-rows",
         parse=_optional(int),
     )
+    max_reading_rows: int | None = option(
+        200_000,
+        "Under method auto, the clusters' reading beside PULSCAR's (which the interval also "
+        "spans) scores at most about this many unlabeled rows, a seeded sample the clusters "
+        "share; PULSCAR's scoring, and every row's probability, still covers every row; "
+        "none: every row. Binds only on large tables, where each cluster would otherwise "
+        "score every unlabeled row again.",
+        type="int or None",
+        flag="--max-reading-rows",
+        parse=_optional(int),
+    )
     n_threads: int | None = option(
         None,
         "XGBoost threads per model; none: one per task on a Dask cluster (on the task "
@@ -366,7 +377,7 @@ class PUConfig:
     interval_resamples: int = option(
         30,
         "Bootstrap resamples of the probabilities behind the 95% interval of alpha; 0: "
-        "no interval (and under method auto, the clusters' reading is not recorded).",
+        "no interval (and under method auto, the clusters are found but not scored).",
         type="int",
         flag="--interval-resamples",
     )
@@ -392,6 +403,7 @@ class PUConfig:
             "max_cluster_features": 1,
             "max_cluster_rows": 2,
             "max_train_rows": 100,
+            "max_reading_rows": 100,
         }
         for name, low in [*at_least.items(), *at_least_or_none.items()]:
             value = getattr(self, name)

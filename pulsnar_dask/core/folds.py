@@ -46,6 +46,17 @@ def row_hash(row_ids: np.ndarray, seed: int) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
+def row_uniform(row_ids: np.ndarray, seed: int) -> np.ndarray:
+    """A uniform number in [0, 1) for each row, from :func:`row_hash` (its top 53 bits):
+    the same for a row on any partitioning.
+
+    Returns
+    -------
+    ndarray of float64
+    """
+    return (row_hash(row_ids, seed) >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
 def id_checksum(ids: np.ndarray) -> int:
     """The sum modulo 2**64 of the ids' hashes: the same for the same rows in any order or
     pieces, and another for other rows (a row missing and another counted twice included)
@@ -378,6 +389,22 @@ class FoldKeys:
     def summary(self) -> FoldKeys:
         """The keys without the hashes: what the rows' owner checks."""
         return replace(self, sorted_hashes={})
+
+
+_SCORED_SALT = 0x5C0ED
+
+
+def scored_unlabeled(row_ids: np.ndarray, share: float, seed: int) -> np.ndarray:
+    """Which unlabeled rows a sampled scoring keeps: each with probability ``share``, by
+    a hash of its id and the seed (a stream apart from the folds' and the training
+    subsample's), so every scoring with that seed keeps the same rows, on any
+    partitioning.
+
+    Returns
+    -------
+    ndarray of bool
+    """
+    return row_uniform(row_ids, seed + _SCORED_SALT) < share
 
 
 def trainable_rows(

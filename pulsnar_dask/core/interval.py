@@ -139,14 +139,13 @@ def piece_scores(
 
 @dataclass(frozen=True)
 class _Plan:
-    """What the readings of a batch of resamples need besides the counts.
+    """What the readings of one assumption's batch of resamples need besides the counts.
 
     Attributes
     ----------
-    sizes : list of int
-        Subproblems of each assumption (the flat list's order).
-    subtypes : list of ndarray
-        Each assumption's subtype groups (:func:`~pulsnar_dask.core.subproblem.group_subproblems`).
+    subtypes : ndarray
+        The subtype group of each of the assumption's subproblems
+        (:func:`~pulsnar_dask.core.subproblem.group_subproblems`).
     readers : tuple of str
     forms : list of PUConfig
         One config per form read (counts, rows).
@@ -154,24 +153,17 @@ class _Plan:
     seed : int
     """
 
-    sizes: list[int]
-    subtypes: list[np.ndarray]
+    subtypes: np.ndarray
     readers: tuple[str, ...]
     forms: list[PUConfig]
     config: PUConfig
     seed: int
 
-    def groups(self) -> list[range]:
-        """Each assumption's positions in the flat list of subproblems."""
-        bounds = np.cumsum([0, *self.sizes])
-        return [range(a, b) for a, b in itertools.pairwise(bounds)]
-
-    def subtype_members(self, g: int) -> list[tuple[int, list[int]]]:
-        """Assumption ``g``'s subtype groups: (group, its subproblems' flat positions)."""
-        members = self.groups()[g]
+    def subtype_members(self) -> list[tuple[int, list[int]]]:
+        """The subtype groups: (group, its subproblems' positions)."""
         return [
-            (int(sg), [members[i] for i in np.flatnonzero(self.subtypes[g] == sg)])
-            for sg in np.unique(self.subtypes[g])
+            (int(sg), np.flatnonzero(self.subtypes == sg).tolist())
+            for sg in np.unique(self.subtypes)
         ]
 
     def form_of(self, reader: str) -> int:
@@ -180,8 +172,8 @@ class _Plan:
         )
 
 
-# (resample in the batch, assumption, reader, subtype group) -> the claims of its members
-Claims = dict[tuple[int, int, int, int], list[Claim]]
+# (resample in the batch, reader, subtype group) -> the claims of its members
+Claims = dict[tuple[int, int, int], list[Claim]]
 
 
 @dataclass(frozen=True)
@@ -191,7 +183,7 @@ class _BatchReading:
     Attributes
     ----------
     alphas : ndarray of shape (n_resamples, n_subproblems, n_readers)
-    readable : ndarray of bool of shape (n_resamples, n_assumptions)
+    readable : ndarray of bool of shape (n_resamples,)
         False where the resample left the unlabeled rows, or a subproblem's positives,
         without weight.
     unlabeled : ndarray of shape (n_resamples,)
@@ -209,26 +201,29 @@ class _BatchReading:
 def read_batch(scores: list[list[list[Scores]]], plan: _Plan) -> _BatchReading:
     """Each resample's alphas from its summed counts, and the claims to unite."""
     scores = [[[_in_one_order(form) for form in sub] for sub in row] for row in scores]
-    n_b, n_s = len(scores), sum(plan.sizes)
+    n_b, n_s = len(scores), plan.subtypes.size
     alphas = np.full((n_b, n_s, len(plan.readers)), np.nan)
-    readable = np.zeros((n_b, len(plan.sizes)), dtype=bool)
     unlabeled = np.array([row[0][0].count(0) for row in scores])
+    # False where the resample left a label without rows
+    readable = np.array(
+        [
+            u > 0 and all(sub[0].count(1) > 0 for sub in row)
+            for u, row in zip(unlabeled, scores, strict=True)
+        ]
+    )
     claims: Claims = {}
     configs = [plan.config.with_(alpha_estimator=r) for r in plan.readers]
-    for b, row in enumerate(scores):
-        for g, members in enumerate(plan.groups()):
-            readable[b, g] = unlabeled[b] > 0 and all(row[s][0].count(1) > 0 for s in members)
-            if not readable[b, g]:
-                continue  # a label the resample left without rows
-            for r, cfg in enumerate(configs):
-                form = plan.form_of(cfg.alpha_estimator)
-                for s in members:
-                    alphas[b, s, r] = alpha_of(row[s][form], cfg, plan.seed)
-                for sg, subs in plan.subtype_members(g):
-                    if len(subs) > 1:
-                        claims[b, g, r, sg] = [
-                            claim_of(row[s][form].cell_weights(0), alphas[b, s, r]) for s in subs
-                        ]
+    for b in np.flatnonzero(readable):
+        row = scores[b]
+        for r, cfg in enumerate(configs):
+            form = plan.form_of(cfg.alpha_estimator)
+            for s in range(n_s):
+                alphas[b, s, r] = alpha_of(row[s][form], cfg, plan.seed)
+            for sg, subs in plan.subtype_members():
+                if len(subs) > 1:
+                    claims[int(b), r, sg] = [
+                        claim_of(row[s][form].cell_weights(0), alphas[b, s, r]) for s in subs
+                    ]
     return _BatchReading(alphas, readable, unlabeled, claims)
 
 
@@ -240,17 +235,17 @@ def _in_one_order(scores: Scores) -> Scores:
 
 def piece_unions(
     piece: Piece, resamples: Sequence[int | None], claims: Claims, plan: _Plan
-) -> dict[tuple[int, int, int, int], float]:
+) -> dict[tuple[int, int, int], float]:
     """One partition's weight of the unlabeled rows each subtype group's claims take
     together (:func:`~pulsnar_dask.core.claims.union_weight`)."""
     cells = unlabeled_cells(piece)
     keys = resample_keys(unlabeled_ids(piece), plan.seed)
+    members = dict(plan.subtype_members())
     out = {}
     for b, b_claims in itertools.groupby(sorted(claims.items()), key=lambda kv: kv[0][0]):
         w = None if resamples[b] is None else weights_of_keys(keys, resamples[b])
-        for (_, g, r, sg), member_claims in b_claims:
-            subs = dict(plan.subtype_members(g))[sg]
-            out[b, g, r, sg] = union_weight([cells[s] for s in subs], member_claims, w)
+        for (_, r, sg), member_claims in b_claims:
+            out[b, r, sg] = union_weight([cells[s] for s in members[sg]], member_claims, w)
     return out
 
 
@@ -272,7 +267,7 @@ def _batch_readings(
     plan: _Plan,
     map_reduce: MapReduce,
 ) -> np.ndarray:
-    """Alpha per (resample, assumption, reader): the subproblems' readings of each
+    """Alpha per (resample, reader) of one assumption: its subproblems' readings of each
     resample, combined as configured (NaN where a resample cannot be read)."""
     most = max(1, min(_BATCH, _BATCH_COUNTS // (len(subproblems) * len(plan.forms))))
     if any(map(reads_rows, plan.forms)):
@@ -296,16 +291,14 @@ def _batch_readings(
     out = []
     for reading, united in zip(read, unions, strict=True):
         for b in range(len(reading.unlabeled)):
-            values = np.full((len(plan.sizes), len(plan.readers)), np.nan)
-            for g in range(len(plan.sizes)):
-                if not reading.readable[b, g]:
-                    continue
+            values = np.full(len(plan.readers), np.nan)
+            if reading.readable[b]:
                 for r in range(len(plan.readers)):
-                    values[g, r] = sum(
+                    values[r] = sum(
                         reading.alphas[b, subs[0], r]
                         if len(subs) == 1
-                        else united[b, g, r, sg] / reading.unlabeled[b]
-                        for sg, subs in plan.subtype_members(g)
+                        else united[b, r, sg] / reading.unlabeled[b]
+                        for sg, subs in plan.subtype_members()
                     )
             out.append(values)
     return np.asarray(out)
@@ -337,7 +330,9 @@ def alpha_interval(
         One entry per labeling assumption computed, by name: ``"pulsnar"``, PULSNAR's
         cluster subproblems (alpha is their :func:`~pulsnar_dask.core.claims.combined_alpha`,
         the groups read once from the collected probabilities); ``"pulscar"``, PULSCAR's
-        one subproblem. Every subproblem holds the same unlabeled rows (ascending ids).
+        one subproblem. The subproblems of an assumption hold the same unlabeled rows
+        (ascending ids); another assumption's may be a sample of them (auto's clusters,
+        ``max_reading_rows``): a row weighs the same in a resample wherever it is held.
     config : PUConfig
         The reading settings (``config.alpha_estimator`` is read beside
         ``INTERVAL_READERS``), ``config.claim_overlap`` and ``config.interval_resamples``,
@@ -363,21 +358,31 @@ def alpha_interval(
         raise ValueError(f"interval_resamples must be at least 2, got {n_resamples}")
     names, subs = list(groups), list(groups.values())
     map_reduce = map_reduce or in_memory
-    if len({s.counts.count(0) for group in subs for s in group}) > 1:  # else found counting
-        raise ValueError("every subproblem must hold the same unlabeled rows")
+    if any(len({s.counts.count(0) for s in group}) > 1 for group in subs):  # else found counting
+        raise ValueError("every subproblem of an assumption must hold the same unlabeled rows")
     readers = tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
     configs = [config.with_(alpha_estimator=r) for r in readers]
-    plan = _Plan(
-        [len(group) for group in subs],
-        # which clusters count as one subtype is read once, from the collected probabilities
-        [group_subproblems(group, config.claim_overlap, map_reduce) for group in subs],
-        readers,
-        list({reads_rows(c): c for c in configs}.values()),
-        config,
-        seed,
+    forms = list({reads_rows(c): c for c in configs}.values())
+    # (resample, assumption, reader); which clusters count as one subtype is read once,
+    # from the collected probabilities
+    read = np.stack(
+        [
+            _batch_readings(
+                group,
+                [None, *range(n_resamples)],
+                _Plan(
+                    group_subproblems(group, config.claim_overlap, map_reduce),
+                    readers,
+                    forms,
+                    config,
+                    seed,
+                ),
+                map_reduce,
+            )
+            for group in subs
+        ],
+        axis=1,
     )
-    flat = [s for group in subs for s in group]
-    read = _batch_readings(flat, [None, *range(n_resamples)], plan, map_reduce)
     point, resampled = read[0], read[1:]
     sd = _spread(resampled)
     low, high = np.min(point - Z_95 * sd), np.max(point + Z_95 * sd)

@@ -47,14 +47,17 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
     ----------
     job : Job
     beside_pulscar : bool
-        Also score PULSCAR's subproblem (every positive), alongside the clusters, where
-        there is more than one cluster (auto's interval spans the two).
+        Also score PULSCAR's subproblem (every positive) in each iteration, alongside the
+        clusters, where there is more than one cluster (auto's interval spans the two).
+        The clusters are then scored once, on at most about ``max_reading_rows``
+        unlabeled rows (what auto reads of them is the first iteration's reading), and
+        not at all without an interval (``interval_resamples=0``), which alone reads them.
 
     Returns
     -------
     (reading, pulscar)
-        PULSNAR's reading, and PULSCAR's subproblem in each iteration where it was scored
-        (else empty).
+        PULSNAR's reading (no subproblems where the clusters were not scored), and
+        PULSCAR's subproblem in each iteration where it was scored (else empty).
     """
     features, iterations = job.features, job.iterations
     job.stage("PULSNAR: importance model and clustering of the positives")
@@ -70,21 +73,44 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
     job.mark("clustering")
     n_clusters = clustering.n_clusters
     model_cols = [features[i] for i in clustering.model_features]
-    job.stage(f"scoring: {n_clusters} cluster subproblem(s) x {iterations} iteration(s)")
+    beside = beside_pulscar and n_clusters > 1
+    cluster_iterations, share = iterations, 1.0
+    if beside:
+        cluster_iterations = 1 if job.config.interval_resamples else 0
+        share = reading_share(job.table.n_unlabeled, job.config.max_reading_rows)
+    if beside and not cluster_iterations:
+        job.stage(
+            f"scoring: PULSCAR's subproblem x {iterations} iteration(s); the {n_clusters} "
+            "clusters are not read without an interval"
+        )
+    else:
+        job.stage(
+            f"scoring: {n_clusters} cluster subproblem(s) x {cluster_iterations} iteration(s)"
+            + (f" beside PULSCAR's x {iterations}" if beside else "")
+            + (f", the clusters on {share:.1%} of the unlabeled rows" if share < 1 else "")
+        )
 
     pending = [
-        job.request(model_cols, positive_ids[clustering.labels == c], it, f"cluster{c + 1}")
-        for it in range(iterations)
+        job.request(model_cols, positive_ids[clustering.labels == c], it, f"cluster{c + 1}", share)
+        for it in range(cluster_iterations)
         for c in range(n_clusters)
     ]
-    if beside_pulscar and n_clusters > 1:
+    if beside:
         pending += [job.request(features, None, it) for it in range(iterations)]
     results = job.subproblems(pending)
-    per_iteration = [results[i * n_clusters : (i + 1) * n_clusters] for i in range(iterations)]
+    per_iteration = [
+        results[i * n_clusters : (i + 1) * n_clusters] for i in range(cluster_iterations)
+    ]
     reading = Reading(
         "pulsnar", per_iteration, n_clusters, clustering.mixture_components, clustering
     )
-    return reading, results[iterations * n_clusters :]
+    return reading, results[cluster_iterations * n_clusters :]
+
+
+def reading_share(n_unlabeled: int, most: int | None) -> float:
+    """Share of the unlabeled rows the clusters' reading beside PULSCAR scores: all of
+    them up to ``most`` (``max_reading_rows``; None: no cap)."""
+    return 1.0 if most is None or n_unlabeled <= most else most / n_unlabeled
 
 
 def cluster_positives(

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.folds import CopyGroups
+from pulsnar_dask.core.folds import CopyGroups, scored_unlabeled
 from pulsnar_dask.core.map_reduce import Tally
 from pulsnar_dask.core.schema import FeatureSchema
 
@@ -39,6 +39,9 @@ class ScoreRequest:
     feature_types : list of str or None
         XGBoost's type of each of ``features`` (``c`` categorical, ``q`` numeric);
         ``None``: all numeric.
+    unlabeled_share : float
+        Share of the unlabeled rows scored, a sample drawn from the ids and the seed
+        (:func:`~pulsnar_dask.core.folds.scored_unlabeled`); 1: every row.
     """
 
     features: list[str]
@@ -48,6 +51,7 @@ class ScoreRequest:
     seed: int
     name: str
     feature_types: list[str] | None = None
+    unlabeled_share: float = 1.0
 
     def rows(self, row_ids: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which of the table's rows the scoring uses, and the labels it trains on.
@@ -61,6 +65,8 @@ class ScoreRequest:
         keep = np.ones(len(labels), dtype=bool)
         if self.positive_ids is not None:
             keep = (labels == 0) | np.isin(row_ids, self.positive_ids)
+        if self.unlabeled_share < 1:
+            keep &= (labels != 0) | scored_unlabeled(row_ids, self.unlabeled_share, self.seed)
         new = np.asarray(labels, dtype=np.int8)[keep]
         if self.flipped_ids is not None:
             new[np.isin(row_ids[keep], self.flipped_ids)] = 1

@@ -86,9 +86,11 @@ class Job:
         positive_ids: np.ndarray | None,
         it: int,
         name: str = "all",
+        unlabeled_share: float = 1.0,
     ) -> ScoreRequest:
         """A subproblem's scoring in iteration ``it``: the given positives (``None``: all)
-        against every unlabeled row, on ``columns``.
+        against every unlabeled row (``unlabeled_share`` < 1: a sample of them, the same
+        for every request of the iteration), on ``columns``.
 
         Raises
         ------
@@ -103,10 +105,12 @@ class Job:
             self.seed + it,
             f"{name}-it{it}",
             self.executor.schema.feature_types(columns),
+            unlabeled_share,
         )
-        if positive_ids is not None:  # labeled positives, against every unlabeled row
+        if positive_ids is not None:  # labeled positives, against the unlabeled rows
             try:
-                check_counts(positive_ids.size, self.table.n_unlabeled, self.config)
+                n_unlabeled = round(self.table.n_unlabeled * unlabeled_share)
+                check_counts(positive_ids.size, n_unlabeled, self.config)
             except ValueError as exc:
                 raise PUError(f"a subproblem is too small: {exc}") from None
         return made

@@ -25,7 +25,9 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult]) -> None:
         method, subproblems, evidence and alternative are set here.
     pulscar : list of SubproblemResult
         PULSCAR's subproblem in each iteration, scored beside the clusters (empty where
-        there is one cluster: the cluster is then PULSCAR's subproblem).
+        there is one cluster: the cluster is then PULSCAR's subproblem). Where the
+        clusters were not scored (no interval to span them), ``reading`` holds no
+        subproblem.
     """
     clustering = reading.clustering
     n_clusters = reading.n_clusters
@@ -34,7 +36,13 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult]) -> None:
         "cluster_features": int(clustering.cluster_features.size),
         "model_features": int(clustering.model_features.size),
     }
-    if pulscar:
+    if pulscar and not reading.per_iteration:
+        evidence["reason"] = (
+            f"alpha is PULSCAR's; the {n_clusters} clusters of positives are not read, as "
+            "there is no interval to span their reading (interval_resamples=0)"
+        )
+        reading.per_iteration = [[r] for r in pulscar]
+    elif pulscar:
         evidence["reason"] = (
             f"alpha is PULSCAR's; the {n_clusters} clusters of positives are read as "
             "PULSNAR reads them, and the interval spans both readings"

@@ -372,7 +372,8 @@ def headline(summary: dict[str, Any]) -> str:
     str
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
         (PULSNAR, 5 clusters)`` (auto with several clusters: ``(PULSCAR; 5 clusters
-        read 0.301 beside it)``, their reading as PULSNAR reads them), with the 95%
+        read 0.301 beside it)``, their reading as PULSNAR reads them, or ``(PULSCAR; 5
+        clusters found, not read without an interval)``), with the 95%
         interval (``alpha_interval``, else the iterations' ``alpha_ci``) when there is
         one, and a warning when alpha is not identified, when a feature may record the
         label (perfect separation), when alpha may be far too high (positives and
@@ -381,16 +382,17 @@ def headline(summary: dict[str, Any]) -> str:
     """
     n_unlabeled = summary["n_unlabeled"]
     evidence = summary.get("method_evidence") or {}
-    # auto with several clusters: PULSCAR's reading, the clusters' beside it
-    clusters = evidence["n_clusters"] if "readings" in evidence else summary["n_clusters"]
+    clusters = summary["n_clusters"]
+    if "readings" in evidence:  # auto with several clusters: their reading beside PULSCAR's
+        clusters, read = evidence["n_clusters"], evidence["readings"]["pulsnar"]
+        found = f"; {clusters} clusters read {read:.3f} beside it"
+    elif evidence.get("n_clusters", 1) > 1:  # ... and no interval to span it
+        found = f"; {evidence['n_clusters']} clusters found, not read without an interval"
+    else:
+        found = f", {clusters} cluster{'s' if clusters > 1 else ''}"
     text = (
         f"alpha {summary['alpha']:.3f}: about {summary['hidden_positives']:,} hidden positives "
-        f"among {n_unlabeled:,} unlabeled rows ({summary['method'].upper()}"
-        + (
-            f"; {clusters} clusters read {evidence['readings']['pulsnar']:.3f} beside it)"
-            if "readings" in evidence
-            else f", {clusters} cluster{'s' if clusters > 1 else ''})"
-        )
+        f"among {n_unlabeled:,} unlabeled rows ({summary['method'].upper()}{found})"
     )
     if "alpha_interval" in summary:
         low, high = summary["alpha_interval"]
