@@ -276,6 +276,17 @@ def _starts_at_0(summary: dict[str, Any]) -> bool:
     return bool(summary.get("alpha_may_be_high")) and summary.get("alpha_interval", [None])[0] == 0
 
 
+def _on_a_sample(summary: dict[str, Any]) -> str:
+    """Where auto's clusters scored a sample of the unlabeled rows (``max_reading_rows``),
+    words that say so; else nothing."""
+    scored = (summary.get("method_evidence") or {}).get("clusters_unlabeled_rows")
+    return (
+        f" on a sample of {scored:,} of the {summary['n_unlabeled']:,} unlabeled rows"
+        if scored
+        else ""
+    )
+
+
 def plain_reading(summary: dict[str, Any]) -> str:
     """One paragraph, in plain words, of what the run found (from the summary alone)."""
     n_u, hidden = summary["n_unlabeled"], summary["hidden_positives"]
@@ -337,8 +348,9 @@ def plain_reading(summary: dict[str, Any]) -> str:
             "The interval spans both ways positives may have been labeled: at random "
             f"(PULSCAR reads alpha {readings[f'pulscar {reader}']['alpha']:.3f}, the "
             f"estimate) or at rates that depend on the subtype (the "
-            f"{summary['method_evidence']['n_clusters']} clusters, read as PULSNAR reads them, "
-            f"give {readings[f'pulsnar {reader}']['alpha']:.3f}). "
+            f"{summary['method_evidence']['n_clusters']} clusters, read as PULSNAR reads them"
+            + _on_a_sample(summary)
+            + f", give {readings[f'pulsnar {reader}']['alpha']:.3f}). "
         )
     auc = min(summary["pu_auc"])
     text += (

@@ -115,6 +115,15 @@ def test_auto_method_matches_the_in_memory_estimator(client, data, max_reading_r
     assumptions = {name.split()[0] for name in result.alpha_interval.readings}
     assert result.method_evidence["n_clusters"] > 1
     assert assumptions == {"pulsnar", "pulscar"}
+    scored = result.method_evidence.get("clusters_unlabeled_rows")
+    if max_reading_rows:  # about a third of the rows, and the reason says so
+        assert abs(scored - 1000) < 150
+        assert (
+            f"on a sample of {scored:,} of the 3,000 unlabeled rows"
+            in (result.method_evidence["reason"])
+        )
+    else:
+        assert scored is None
     summary = result.summary()
     assert summary["method_requested"] == "auto" and summary["method"] == "pulscar"
     assert summary["alpha_interval"] == [low, high]

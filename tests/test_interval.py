@@ -109,6 +109,31 @@ def test_cluster_sums_share_the_unlabeled_rows_and_the_span_takes_every_assumpti
     assert wide.low == 0.0 and wide.high > 0.95
 
 
+def test_assumptions_on_other_unlabeled_rows_are_each_read_as_alone():
+    """Auto's clusters on a sample of the unlabeled rows (max_reading_rows), PULSCAR on
+    every row: each assumption reads as it would alone, on one table or its partitions."""
+    config = PUConfig(interval_resamples=6, claim_overlap=0.3)
+    p_a, p_unl = beta_mixture(0.3, 300, 1500, seed=4)
+    p_b = np.random.default_rng(8).beta(6, 2, 200)
+    sample = p_unl[:600]  # the unlabeled rows of ids 0..599
+    clusters = [subproblem(p_a, sample, config), subproblem(p_b, sample, config, 300)]
+    pulscar = [subproblem(np.r_[p_a, p_b], p_unl, config)]
+    both = alpha_interval({"pulscar": pulscar, "pulsnar": clusters}, config, seed=3)
+    parted = alpha_interval(
+        {"pulscar": pulscar, "pulsnar": clusters}, config, seed=3, map_reduce=in_parts
+    )
+    for name, group in (("pulscar", pulscar), ("pulsnar", clusters)):
+        alone = alpha_interval({name: group}, config, seed=3)
+        for reader in INTERVAL_READERS:
+            key = f"{name} {reader}"
+            assert both.readings[key] == alone.readings[key]
+            assert parted.readings[key] == pytest.approx(alone.readings[key], abs=1e-12)
+    assert both.readings["pulsnar kernel"][1] > both.readings["pulscar kernel"][1]  # fewer rows
+    assert both.low == pytest.approx(
+        max(0.0, min(a - Z_95 * sd for a, sd in both.readings.values()))
+    )
+
+
 def test_interval_refuses_mismatched_unlabeled_rows_and_too_few_resamples():
     config = PUConfig(interval_resamples=4)
     p_pos, p_unl = beta_mixture(0.2, 100, 500, seed=3)

@@ -80,11 +80,13 @@ def test_without_an_interval_auto_scores_no_cluster_and_says_so(caplog):
     assert evidence["n_clusters"] == auto.method_evidence_["n_clusters"] > 1
     assert "readings" not in evidence and "not read" in evidence["reason"]
     assert "cluster subproblem" not in caplog.text  # no cluster was scored
-    assert "the 3 clusters are not read without an interval" in caplog.text
+    assert "the 3 clusters are not read (interval_resamples=0)" in caplog.text
     summary = {"alpha": bare.alpha_, "hidden_positives": 600, "n_unlabeled": 3000,
                "method": "pulscar", "n_clusters": 1, "alpha_identified": True,
                "method_evidence": evidence}  # fmt: skip
-    assert headline(summary).endswith("(PULSCAR; 3 clusters found, not read without an interval)")
+    assert headline(summary).endswith(
+        "(PULSCAR; 3 clusters found, not read (interval_resamples=0))"
+    )
 
 
 def test_auto_reads_pulscar_where_subtypes_hidden_alike_read_alike():
@@ -172,6 +174,12 @@ def test_the_report_says_what_the_clusters_read():
     assert "PULSCAR reads alpha 0.200, the estimate" in text
     assert "the 5 clusters, read as PULSNAR reads them, give 0.310" in text
     assert "at rates that depend on the subtype (the 5 clusters" in text
+    # clusters scored on a sample of the unlabeled rows (max_reading_rows) say so
+    evidence["clusters_unlabeled_rows"] = 400
+    assert (
+        "read as PULSNAR reads them on a sample of 400 of the 1,000 unlabeled rows, give 0.310"
+        in plain_reading(summary)
+    )
 
 
 def test_pulsnar_refuses_a_method_it_does_not_run_before_any_work():

@@ -285,7 +285,8 @@ class PUConfig:
         "spans) scores at most about this many unlabeled rows, a seeded sample the clusters "
         "share; PULSCAR's scoring, and every row's probability, still covers every row; "
         "none: every row. Binds only on large tables, where each cluster would otherwise "
-        "score every unlabeled row again.",
+        "score every unlabeled row again; a smaller sample reads the clusters, and so "
+        "widens the interval, more noisily.",
         type="int or None",
         flag="--max-reading-rows",
         parse=_optional(int),

@@ -81,7 +81,7 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
     if beside and not cluster_iterations:
         job.stage(
             f"scoring: PULSCAR's subproblem x {iterations} iteration(s); the {n_clusters} "
-            "clusters are not read without an interval"
+            "clusters are not read (interval_resamples=0)"
         )
     else:
         job.stage(

@@ -13,7 +13,7 @@ from pulsnar_dask.pipeline.job import Reading
 logger = logging.getLogger(__name__)
 
 
-def choose_reading(reading: Reading, pulscar: list[SubproblemResult]) -> None:
+def choose_reading(reading: Reading, pulscar: list[SubproblemResult], n_unlabeled: int) -> None:
     """Auto's reading, set on PULSNAR's in place: PULSCAR's alpha; where the positives
     form several clusters, their subproblems become the alternative the interval spans
     (:func:`record_readings` then records the two readings).
@@ -28,6 +28,9 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult]) -> None:
         there is one cluster: the cluster is then PULSCAR's subproblem). Where the
         clusters were not scored (no interval to span them), ``reading`` holds no
         subproblem.
+    n_unlabeled : int
+        The table's unlabeled rows: where the clusters scored fewer (a sample,
+        ``max_reading_rows``), ``evidence["clusters_unlabeled_rows"]`` records how many.
     """
     clustering = reading.clustering
     n_clusters = reading.n_clusters
@@ -43,9 +46,14 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult]) -> None:
         )
         reading.per_iteration = [[r] for r in pulscar]
     elif pulscar:
+        scored = int(reading.first[0].counts.count(0))
+        sample = ""
+        if scored < n_unlabeled:
+            evidence["clusters_unlabeled_rows"] = scored
+            sample = f" on a sample of {scored:,} of the {n_unlabeled:,} unlabeled rows"
         evidence["reason"] = (
             f"alpha is PULSCAR's; the {n_clusters} clusters of positives are read as "
-            "PULSNAR reads them, and the interval spans both readings"
+            f"PULSNAR reads them{sample}, and the interval spans both readings"
         )
         reading.alternative = reading.first
         reading.per_iteration = [[r] for r in pulscar]

@@ -373,7 +373,7 @@ def headline(summary: dict[str, Any]) -> str:
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
         (PULSNAR, 5 clusters)`` (auto with several clusters: ``(PULSCAR; 5 clusters
         read 0.301 beside it)``, their reading as PULSNAR reads them, or ``(PULSCAR; 5
-        clusters found, not read without an interval)``), with the 95%
+        clusters found, not read (interval_resamples=0))``), with the 95%
         interval (``alpha_interval``, else the iterations' ``alpha_ci``) when there is
         one, and a warning when alpha is not identified, when a feature may record the
         label (perfect separation), when alpha may be far too high (positives and
@@ -387,7 +387,7 @@ def headline(summary: dict[str, Any]) -> str:
         clusters, read = evidence["n_clusters"], evidence["readings"]["pulsnar"]
         found = f"; {clusters} clusters read {read:.3f} beside it"
     elif evidence.get("n_clusters", 1) > 1:  # ... and no interval to span it
-        found = f"; {evidence['n_clusters']} clusters found, not read without an interval"
+        found = f"; {evidence['n_clusters']} clusters found, not read (interval_resamples=0)"
     else:
         found = f", {clusters} cluster{'s' if clusters > 1 else ''}"
     text = (
