@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import numbers
 import warnings
 from collections.abc import Mapping
 from functools import partial
@@ -25,7 +24,7 @@ from sklearn.exceptions import DataConversionWarning, NotFittedError
 from sklearn.utils import ClassifierTags, check_random_state
 
 from pulsnar_dask.core.choices import check_choice
-from pulsnar_dask.core.config import MAX_SEED, PUConfig, parameter_docs
+from pulsnar_dask.core.config import MAX_SEED, PUConfig, is_whole, parameter_docs
 from pulsnar_dask.core.model import PUModel
 from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.checks import check_representable, unrepresentable_counts
@@ -95,7 +94,7 @@ def _seed_of(random_state: Any, iterations: Any) -> Any:
     NumPy ``RandomState`` or ``Generator``, one drawn from it that leaves room for the
     iterations' seeds ``seed + i`` (0 where there is none: the job refuses the
     iterations)."""
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+    if is_whole(random_state):
         return int(random_state)
     if isinstance(random_state, np.random.Generator):
         draw = random_state.integers
@@ -103,8 +102,7 @@ def _seed_of(random_state: Any, iterations: Any) -> Any:
         draw = partial(check_random_state(random_state).randint, dtype=np.int64)
     else:
         return random_state
-    whole = isinstance(iterations, numbers.Integral) and not isinstance(iterations, bool)
-    top = max(MAX_SEED - max(int(iterations), 1) + 1, 0) if whole else MAX_SEED
+    top = max(MAX_SEED - max(int(iterations), 1) + 1, 0) if is_whole(iterations) else MAX_SEED
     return int(draw(0, top + 1))
 
 

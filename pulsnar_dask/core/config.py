@@ -42,6 +42,11 @@ MAX_RESAMPLES = 100_000  # the interval's bootstrap: 30 by default; more only co
 MAX_ROUNDS = 100_000  # XGBoost's boosting rounds a fold: 100 by default
 
 
+def is_whole(value: Any) -> bool:
+    """Whether ``value`` is a whole number (Python's or NumPy's integers), not a bool."""
+    return _is_number(value, numbers.Integral)
+
+
 def check_seed(seed: Any, iterations: int = 1) -> None:
     """Refuse a seed that is not a whole number from 0 to :data:`MAX_SEED` (with
     ``iterations`` repeats, seeds ``seed .. seed + iterations - 1`` must all be).
@@ -53,8 +58,7 @@ def check_seed(seed: Any, iterations: int = 1) -> None:
     if iterations > MAX_SEED + 1:
         raise ValueError(f"iterations must be at most {MAX_SEED + 1}, got {iterations}")
     top = MAX_SEED - max(iterations, 1) + 1
-    whole = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
-    if not whole or not 0 <= seed <= top:
+    if not is_whole(seed) or not 0 <= seed <= top:
         raise ValueError(f"the seed must be a whole number from 0 to {top}, got {seed!r}")
 
 
@@ -439,7 +443,7 @@ def _is_number(value: Any, kind: type) -> bool:
 
 
 _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "int": lambda v: _is_number(v, numbers.Integral),
+    "int": is_whole,
     "float": lambda v: _is_number(v, numbers.Real),
     "bool": lambda v: isinstance(v, bool | np.bool_),
     "str": lambda v: isinstance(v, str),

@@ -15,14 +15,13 @@ and the import would add about half a second to every run's start-up.
 from __future__ import annotations
 
 import json
-import numbers
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pulsnar_dask.core.config import DEFAULT_N_ROUNDS
+from pulsnar_dask.core.config import DEFAULT_N_ROUNDS, is_whole
 
 if TYPE_CHECKING:
     import xgboost as xgb
@@ -160,9 +159,7 @@ def _interaction_sets(value: Any, table: list[str]) -> list[list[str]]:
         for f in group:
             if isinstance(f, str) and f in known:
                 names.append(f)
-            elif (
-                isinstance(f, numbers.Integral) and not isinstance(f, bool) and 0 <= f < len(table)
-            ):
+            elif is_whole(f) and 0 <= f < len(table):
                 names.append(table[int(f)])
             else:
                 raise ValueError(f"{name}: {f!r} is not a feature name or position of the table")
