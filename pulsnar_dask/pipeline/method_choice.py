@@ -44,7 +44,6 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult], n_unlabele
             f"alpha is PULSCAR's; the {n_clusters} clusters of positives are not read, as "
             "there is no interval to span their reading (interval_resamples=0)"
         )
-        reading.per_iteration = [[r] for r in pulscar]
     elif pulscar:
         scored = int(reading.first[0].counts.count(0))
         sample = ""
@@ -56,7 +55,6 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult], n_unlabele
             f"PULSNAR reads them{sample}, and the interval spans both readings"
         )
         reading.alternative = reading.first
-        reading.per_iteration = [[r] for r in pulscar]
     else:
         evidence["reason"] = "the positives form one cluster"
     # one cluster found on part of the features is no evidence that there are no subtypes
@@ -72,6 +70,8 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult], n_unlabele
         logger.warning("method auto: %s", evidence["reason"])
     else:
         logger.info("method auto: %s", evidence["reason"])
+    if pulscar:
+        reading.per_iteration = [[r] for r in pulscar]
     reading.method, reading.n_clusters, reading.evidence = "pulscar", 1, evidence
 
 
