@@ -330,6 +330,11 @@ class RunOutput:
             ``id_col`` and the result columns.
         """
         rows = frame[[id_col, label_col]].merge(results, on=id_col, how="left")
+        if isinstance(rows[label_col].dtype, pd.CategoricalDtype):
+            # the checked labels, 0 and 1, as numbers: a categorical's lazy schema names
+            # placeholder text categories, which pyarrow refuses to match against the
+            # numbers (a warning today, an error in its later versions)
+            rows[label_col] = rows[label_col].astype("int8")
         futures = self._submit_frame(client, rows, [])
         try:
             yield self._url(f"{self.path}/{PREDICTIONS}")

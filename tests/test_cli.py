@@ -800,6 +800,30 @@ def test_string_ids_key_the_folds_and_the_predictions(tmp_path, capsys):
     assert runs["dask"]["alpha"] == pytest.approx(runs["a"]["alpha"], abs=0.05)
 
 
+def test_a_categorical_label_column_reads_and_writes_as_its_numbers(tmp_path, capsys):
+    """A label column stored as a pandas category of 0 and 1 gives the run of the same
+    labels stored as numbers, and the predictions hold it as the numbers."""
+    from pulsnar_dask import make_pu_data
+
+    d = make_pu_data("scar", 200, 800, 5, 0.25, random_state=4)
+    frame = pd.DataFrame(d.X, columns=[f"f{i}" for i in range(5)]).assign(label=d.label)
+    frame.to_parquet(tmp_path / "numbers.parquet", index=False)
+    frame.assign(label=pd.Categorical(d.label)).to_parquet(tmp_path / "category.parquet")
+    alphas = {}
+    for name in ("numbers", "category"):
+        status, summary, err = run_cli(
+            ["run", "--input", str(tmp_path / f"{name}.parquet"), "--method", "pulscar",
+             "--out", str(tmp_path / name / "run"), "--n-workers", "2"],
+            capsys,
+        )  # fmt: skip
+        assert status == 0, err
+        alphas[name] = summary["alpha"]
+        got = pd.read_parquet(tmp_path / name / "run" / "predictions").sort_values("row_id")
+        assert pd.api.types.is_integer_dtype(got["label"]), got["label"].dtype
+        assert (got["label"].to_numpy() == d.label).all()
+    assert alphas["category"] == alphas["numbers"]
+
+
 def test_all_bad_inputs_are_covered(bad_inputs):
     assert sorted(bad_inputs) == sorted(BAD_INPUTS)
 
