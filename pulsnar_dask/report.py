@@ -277,14 +277,17 @@ def _starts_at_0(summary: dict[str, Any]) -> bool:
 
 
 def _on_a_sample(summary: dict[str, Any]) -> str:
-    """Where auto's clusters scored a sample of the unlabeled rows (``max_reading_rows``),
-    words that say so; else nothing."""
-    scored = (summary.get("method_evidence") or {}).get("clusters_unlabeled_rows")
-    return (
-        f" on a sample of {scored:,} of the {summary['n_unlabeled']:,} unlabeled rows"
-        if scored
-        else ""
-    )
+    """Where auto's clusters scored a sample of the table (``max_reading_rows``), words
+    that say so; else nothing."""
+    evidence = summary.get("method_evidence") or {}
+    scored = evidence.get("clusters_unlabeled_rows")
+    if not scored:
+        return ""
+    text = f" on a sample of {scored:,} of the {summary['n_unlabeled']:,} unlabeled rows"
+    positives = evidence.get("clusters_positive_rows")
+    if positives:
+        text += f" and {positives:,} of the {summary['n_positive']:,} labeled positives"
+    return text
 
 
 def plain_reading(summary: dict[str, Any]) -> str:

@@ -90,9 +90,14 @@ def test_pulsnar_retrain_is_compared_with_pulscars_classifier(client, data):
 
 
 @pytest.mark.parametrize("max_reading_rows", [None, 1000])
-def test_auto_method_matches_the_in_memory_estimator(client, data, max_reading_rows):
+def test_auto_method_matches_the_in_memory_estimator(client, data, max_reading_rows, monkeypatch):
     """Oracle: the in-memory estimator; with the clusters' reading on a sample of the
-    3000 unlabeled rows too (the same rows drawn from the ids on the partitions)."""
+    table too: a third of the 3000 unlabeled rows and, with the floor lowered for this
+    small table, of each cluster's positives (the same rows drawn from the ids on the
+    partitions)."""
+    from pulsnar_dask.pipeline import clusters
+
+    monkeypatch.setattr(clusters, "MIN_READING_POSITIVES", 50)
     puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
     config = PUConfig(max_reading_rows=max_reading_rows)
     result = run_job(client, puf, config=config, seed=2, engine="task")  # method="auto"
@@ -116,14 +121,16 @@ def test_auto_method_matches_the_in_memory_estimator(client, data, max_reading_r
     assert result.method_evidence["n_clusters"] > 1
     assert assumptions == {"pulsnar", "pulscar"}
     scored = result.method_evidence.get("clusters_unlabeled_rows")
-    if max_reading_rows:  # about a third of the rows, and the reason says so
+    positives = result.method_evidence.get("clusters_positive_rows")
+    if max_reading_rows:  # about a third of the rows of each label, and the reason says so
         assert abs(scored - 1000) < 150
+        assert abs(positives - d.label.sum() / 3) < 50
         assert (
-            f"on a sample of {scored:,} of the 3,000 unlabeled rows"
-            in (result.method_evidence["reason"])
+            f"on a sample of {scored:,} of the 3,000 unlabeled rows and {positives:,} of "
+            f"the {d.label.sum():,} labeled positives" in (result.method_evidence["reason"])
         )
     else:
-        assert scored is None
+        assert scored is None and positives is None
     summary = result.summary()
     assert summary["method_requested"] == "auto" and summary["method"] == "pulscar"
     assert summary["alpha_interval"] == [low, high]

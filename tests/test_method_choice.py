@@ -180,6 +180,12 @@ def test_the_report_says_what_the_clusters_read():
         "read as PULSNAR reads them on a sample of 400 of the 1,000 unlabeled rows, give 0.310"
         in plain_reading(summary)
     )
+    # and of the positives, where there were enough to sample them too
+    evidence["clusters_positive_rows"] = 200
+    assert (
+        "on a sample of 400 of the 1,000 unlabeled rows and 200 of the 500 labeled "
+        "positives, give 0.310" in plain_reading(summary)
+    )
 
 
 def test_pulsnar_refuses_a_method_it_does_not_run_before_any_work():

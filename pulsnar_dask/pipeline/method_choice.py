@@ -13,7 +13,9 @@ from pulsnar_dask.pipeline.job import Reading
 logger = logging.getLogger(__name__)
 
 
-def choose_reading(reading: Reading, pulscar: list[SubproblemResult], n_unlabeled: int) -> None:
+def choose_reading(
+    reading: Reading, pulscar: list[SubproblemResult], n_unlabeled: int, n_positive: int
+) -> None:
     """Auto's reading, set on PULSNAR's in place: PULSCAR's alpha; where the positives
     form several clusters, their subproblems become the alternative the interval spans
     (:func:`record_readings` then records the two readings).
@@ -28,9 +30,10 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult], n_unlabele
         there is one cluster: the cluster is then PULSCAR's subproblem). Where the
         clusters were not scored (no interval to span them), ``reading`` holds no
         subproblem.
-    n_unlabeled : int
-        The table's unlabeled rows: where the clusters scored fewer (a sample,
-        ``max_reading_rows``), ``evidence["clusters_unlabeled_rows"]`` records how many.
+    n_unlabeled, n_positive : int
+        The table's unlabeled rows and labeled positives: where the clusters scored fewer
+        (a sample, ``max_reading_rows``), ``evidence["clusters_unlabeled_rows"]`` and
+        ``evidence["clusters_positive_rows"]`` record how many.
     """
     clustering = reading.clustering
     n_clusters = reading.n_clusters
@@ -46,10 +49,14 @@ def choose_reading(reading: Reading, pulscar: list[SubproblemResult], n_unlabele
         )
     elif pulscar:
         scored = int(reading.first[0].counts.count(0))
+        positives = int(sum(r.counts.count(1) for r in reading.first))
         sample = ""
         if scored < n_unlabeled:
             evidence["clusters_unlabeled_rows"] = scored
             sample = f" on a sample of {scored:,} of the {n_unlabeled:,} unlabeled rows"
+        if positives < n_positive:
+            evidence["clusters_positive_rows"] = positives
+            sample += f" and {positives:,} of the {n_positive:,} labeled positives"
         evidence["reason"] = (
             f"alpha is PULSCAR's; the {n_clusters} clusters of positives are read as "
             f"PULSNAR reads them{sample}, and the interval spans both readings"

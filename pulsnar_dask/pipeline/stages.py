@@ -103,7 +103,7 @@ def run_pipeline(
     else:
         reading, pulscar = score_clusters(job, beside_pulscar=method == "auto")
         if method == "auto":
-            choose_reading(reading, pulscar, job.table.n_unlabeled)
+            choose_reading(reading, pulscar, job.table.n_unlabeled, job.table.n_positive)
         del pulscar  # what the reading keeps of it is released with the reading's rows
     job.mark("scoring")
     checks = diagnose(reading)
