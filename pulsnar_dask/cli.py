@@ -24,6 +24,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from pulsnar_dask.core.config import PUConfig, check_seed, default_of
+from pulsnar_dask.core.scoring import asks_for_gpu
 from pulsnar_dask.dask_executor.forkserver import start_fork_server
 from pulsnar_dask.errors import PUError
 
@@ -652,8 +653,7 @@ def _hide_gpus_from_cpu_runs(args: argparse.Namespace) -> None:
     about 500 MiB of a GPU in every process that uses it, even on the CPU
     (dmlc/xgboost#12116; 8,383 MiB for a 16-worker local cluster:
     benchmarks/results/gpu.md)."""
-    params = getattr(args, "xgb_params", None) or {}
-    if str(params.get("device", "cpu")).startswith(("cuda", "gpu")):
+    if asks_for_gpu(getattr(args, "xgb_params", None) or {}):
         return
     os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 

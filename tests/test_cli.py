@@ -588,6 +588,11 @@ def bad_inputs(tmp_path_factory):
         ["--xgb-params", '{"max_depth": -3}'],
         "xgb_params: value -3 for Parameter max_depth should be greater equal to 0",
     )
+    cases["gpu not there"] = (  # XGBoost would warn on every worker and use the CPU
+        put("gpu", frame),
+        ["--xgb-params", '{"device": "cuda:63"}'],
+        "xgb_params asks for device 'cuda:63', but XGBoost finds no such GPU on",
+    )
     learned = {  # what would make the models something other than the method's
         "objective": ('{"objective": "reg:squarederror"}', "objective 'reg:squarederror' would"),
         "num_class": ('{"num_class": 2}', "num_class makes several outputs a row"),
@@ -652,7 +657,7 @@ BAD_INPUTS = [
     "resamples past any use", "infinite ratio", "rounds past any use", "input is a pipe",
     "dataset part is a pipe",
     "one cluster row", "iterations past the seeds", "misspelt xgboost parameter",
-    "xgboost parameter value",
+    "xgboost parameter value", "gpu not there",
     "xgboost objective", "xgboost num_class", "xgboost booster", "xgboost weight", "xgboost seed",
     "per-feature xgboost parameter", "true label as text", "true label missing", "negative seed",
     "seed with iterations",

@@ -258,6 +258,9 @@ def test_bad_options():
     # a misspelt XGBoost parameter is refused, not dropped with a warning on a worker
     with pytest.raises(ValueError, match=r"XGBoost has no parameter\(s\) colsample_bytre$"):
         PULSCAR(xgb_params={"colsample_bytre": 0.5, "max_depth": 3}).fit(d.X, d.label)
+    # a GPU XGBoost cannot find: refused, not trained on the CPU with a warning a model
+    with pytest.raises(ValueError, match="'cuda:63', but XGBoost finds no such GPU on this mach"):
+        PULSCAR(xgb_params={"device": "cuda:63"}).fit(d.X, d.label)
 
 
 def test_importance_gain_is_row_order_free_and_caps_the_unlabeled():

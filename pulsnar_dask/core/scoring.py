@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -171,6 +172,33 @@ def _interaction_sets(value: Any, table: list[str]) -> list[list[str]]:
 _MACHINE_PARAMS = ("device", "nthread", "n_jobs")
 
 
+def asks_for_gpu(params: Mapping[str, Any]) -> bool:
+    """Whether XGBoost's ``device`` names a GPU (``cuda``, ``cuda:1``, ``gpu``...)."""
+    return str(params.get("device", "cpu")).startswith(("cuda", "gpu"))
+
+
+def trained_device(params: Mapping[str, Any]) -> str:
+    """The device XGBoost trains on in this process with ``params``: that of a model of
+    one round on four rows. Where it finds no GPU for a ``device`` that names one,
+    XGBoost trains on the CPU with a warning; this reads ``cpu`` there, quietly.
+
+    Returns
+    -------
+    str
+        ``cpu``, ``cuda:0``...; or the first line of XGBoost's error, after ``error:``.
+    """
+    import xgboost as xgb
+
+    rows = matrix(np.zeros((4, 1), dtype=np.float32), np.array([0, 1, 0, 1], dtype=np.float32))
+    try:
+        with xgb.config_context(verbosity=0), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            booster = xgb.train({**params, "verbosity": 0}, rows, num_boost_round=1)
+    except xgb.core.XGBoostError as exc:
+        return "error: " + (str(exc).strip().splitlines() or [repr(exc)])[0]
+    return json.loads(booster.save_config())["learner"]["generic_param"]["device"]
+
+
 def check_booster_params(
     overrides: Mapping[str, Any], feature_types: list[str] | None, n_features: int
 ) -> None:
@@ -192,8 +220,6 @@ def check_booster_params(
     ValueError
         Naming the parameters, or with XGBoost's own first line about the value.
     """
-    import warnings
-
     import xgboost as xgb
 
     params = {k: v for k, v in booster_params(overrides, 0).items() if k not in _MACHINE_PARAMS}

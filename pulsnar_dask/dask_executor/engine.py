@@ -744,6 +744,10 @@ class DaskExecutor:
         ]
         return self._gather(futures)
 
+    def on_every_worker(self, fn: Callable[[], Any]) -> dict[str, Any]:
+        """``fn()`` on every worker, outside its tasks (``Client.run``)."""
+        return self.client.run(fn)
+
     def _fold_keys(self, request: Future, name: str) -> tuple[Future, Future]:
         """A request's :class:`~pulsnar_dask.core.folds.FoldKeys` (the request shared),
         merged on a worker from every partition's share, so that the rows' ids and labels

@@ -206,6 +206,10 @@ class Executor(Protocol):
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         """``[fn(*args) for args in calls]``, side by side where it can."""
 
+    def on_every_worker(self, fn: Callable[[], Any]) -> dict[str, Any]:
+        """``fn()`` in every process that trains models, by its name (a worker's
+        address)."""
+
     def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
         """Run every request (side by side where it can); results in request order."""
 

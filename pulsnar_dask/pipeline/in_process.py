@@ -124,6 +124,10 @@ class InProcessExecutor:
     def map(self, fn: Callable[..., Any], calls: Sequence[tuple]) -> list[Any]:
         return [fn(*args) for args in calls]
 
+    @staticmethod
+    def on_every_worker(fn: Callable[[], Any]) -> dict[str, Any]:
+        return {"this machine": fn()}
+
     map_reduce = staticmethod(in_memory)  # a scoring's rows are its one piece
     map_pieces = staticmethod(each_piece)
     gather = staticmethod(list)

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.scoring import check_booster_params, column_params
+from pulsnar_dask.core.scoring import (
+    asks_for_gpu,
+    check_booster_params,
+    column_params,
+    trained_device,
+)
 from pulsnar_dask.core.subproblem import (
     SubproblemResult,
     check_counts,
@@ -213,6 +219,8 @@ def read_input(job: Job) -> None:
             )
         except ValueError as exc:
             raise PUError(f"invalid settings: {exc}") from None
+        if asks_for_gpu(config.xgb_params):
+            check_gpus(executor, config.xgb_params)
     logger.info(
         "%d rows (%d positive), %d features, engine %s",
         table.n_rows,
@@ -220,3 +228,29 @@ def read_input(job: Job) -> None:
         len(features),
         executor.engine,
     )
+
+
+def check_gpus(executor: Executor, overrides: Mapping[str, Any]) -> None:
+    """Refuse a ``device`` that names a GPU where XGBoost finds none: it would train on
+    the CPU, warning once a model on every worker.
+
+    Raises
+    ------
+    PUError
+        Naming the workers (or this machine) without the GPU.
+    """
+    device = overrides["device"]
+    found = executor.on_every_worker(partial(trained_device, {"device": device}))
+    failed = {name: said for name, said in found.items() if said.startswith("error:")}
+    if failed:
+        name, said = next(iter(failed.items()))
+        raise PUError(f"invalid settings: xgb_params device {device!r} on {name}: {said[7:]}")
+    without = sorted(name for name, said in found.items() if not said.startswith("cuda"))
+    if without:
+        shown = ", ".join(without[:3]) + (" and more" if len(without) > 3 else "")
+        where = shown if len(found) == 1 else f"{len(without)} of {len(found)} workers ({shown})"
+        raise PUError(
+            f"invalid settings: xgb_params asks for device {device!r}, but XGBoost finds no "
+            f"such GPU on {where} and would train on the CPU; leave device out to train on "
+            "the CPU"
+        )
