@@ -54,9 +54,9 @@ def choose_reading(
         if scored < n_unlabeled:
             evidence["clusters_unlabeled_rows"] = scored
             sample = f" on a sample of {scored:,} of the {n_unlabeled:,} unlabeled rows"
-        if positives < n_positive:
-            evidence["clusters_positive_rows"] = positives
-            sample += f" and {positives:,} of the {n_positive:,} labeled positives"
+            if positives < n_positive:  # the clusters had more than the floor to sample
+                evidence["clusters_positive_rows"] = positives
+                sample += f" and {positives:,} of the {n_positive:,} labeled positives"
         evidence["reason"] = (
             f"alpha is PULSCAR's; the {n_clusters} clusters of positives are read as "
             f"PULSNAR reads them{sample}, and the interval spans both readings"
