@@ -287,7 +287,7 @@ class PUConfig:
         200_000,
         "Under method auto, the clusters' reading beside PULSCAR's (which the interval also "
         "spans) scores at most about this many unlabeled rows, a seeded sample the clusters "
-        "share, and the same share of each cluster's labeled positives (at least 1,000); "
+        "share, and the same share of each cluster's labeled positives (about 1,000 at least); "
         "PULSCAR's scoring, and every row's probability, still covers every row; none: "
         "every row. Binds only on large tables, where each cluster would otherwise score "
         "and train on every row again; a smaller sample reads the clusters, and so widens "

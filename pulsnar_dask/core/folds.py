@@ -394,7 +394,7 @@ class FoldKeys:
 _SCORED_SALT = 0x5C0ED
 
 
-def scored_rows(row_ids: np.ndarray, share: float, seed: int) -> np.ndarray:
+def sampled_rows(row_ids: np.ndarray, share: float, seed: int) -> np.ndarray:
     """Which rows a sampled scoring keeps: each with probability ``share``, by a hash of
     its id and the seed (a stream apart from the folds' and the training subsample's),
     so every scoring with that seed keeps the same rows, on any partitioning.

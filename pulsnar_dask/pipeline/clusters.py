@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.folds import scored_rows
+from pulsnar_dask.core.folds import sampled_rows
 from pulsnar_dask.core.map_reduce import identity
 from pulsnar_dask.core.mixture import MIN_CLUSTER_SIZE, component_ranks, kept_components, scaling
 from pulsnar_dask.core.positive_pieces import (
@@ -52,9 +52,9 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
         clusters, where there is more than one cluster (auto's interval spans the two).
         The clusters are then scored once (what auto reads of them is the first
         iteration's reading), on a sample of the table past ``max_reading_rows``
-        unlabeled rows (about that many, and the same share of each cluster's positives,
-        :func:`reading_positives`), and not at all without an interval
-        (``interval_resamples=0``), which alone reads them.
+        unlabeled rows (about that many, and the same share of each cluster's positives
+        but about 1,000 at least, :func:`reading_positives`), and not at all without an
+        interval (``interval_resamples=0``), which alone reads them.
 
     Returns
     -------
@@ -90,7 +90,7 @@ def score_clusters(job: Job, beside_pulscar: bool) -> tuple[Reading, list[Subpro
         job.stage(
             f"scoring: {n_clusters} cluster subproblem(s) x {cluster_iterations} iteration(s)"
             + (f" beside PULSCAR's x {iterations}" if beside else "")
-            + (f", the clusters on {share:.1%} of the table" if share < 1 else "")
+            + (f", the clusters on a {share:.1%} sample of the table" if share < 1 else "")
         )
 
     pending = [
@@ -122,26 +122,36 @@ def reading_share(n_unlabeled: int, most: int | None) -> float:
     return 1.0 if most is None or n_unlabeled <= most else most / n_unlabeled
 
 
-# Where the clusters are read on a sample, each keeps at least this many of its labeled
-# positives (all, where it has fewer): more than nine in ten of the benchmark families'
-# clusters hold (docs/decisions/2026-12-07-clusters-positives-sampled.md).
+# Where the clusters are read on a sample, each keeps about this many of its labeled
+# positives at least (all, where it has no more): more than nine in ten of the benchmark
+# families' clusters hold fewer, and are read whole
+# (docs/decisions/2026-12-07-clusters-positives-sampled.md).
 MIN_READING_POSITIVES = 1_000
 
 
 def reading_positives(ids: np.ndarray, share: float, seed: int) -> np.ndarray:
     """The labeled positives of a cluster that its reading on a sample scores: the same
-    ``share`` as of the unlabeled rows, so the sample is one of the table, but at least
-    :data:`MIN_READING_POSITIVES` (:func:`~pulsnar_dask.core.folds.scored_rows`, the same
-    rows on any partitioning).
+    ``share`` as of the unlabeled rows, so the sample is one of the table, but about
+    :data:`MIN_READING_POSITIVES` at least (each kept by
+    :func:`~pulsnar_dask.core.folds.sampled_rows`, the same rows on any partitioning).
+
+    Parameters
+    ----------
+    ids : ndarray
+        The cluster's labeled positives.
+    share : float
+        The share of the unlabeled rows the clusters score (:func:`reading_share`).
+    seed : int
+        The scoring's seed.
 
     Returns
     -------
     ndarray
         A subset of ``ids``, in their order; ``ids`` itself where ``share`` is 1 or the
-        cluster holds no more than :data:`MIN_READING_POSITIVES` / ``share``.
+        cluster holds no more than :data:`MIN_READING_POSITIVES`.
     """
     share = max(share, MIN_READING_POSITIVES / max(ids.size, 1))
-    return ids if share >= 1 else ids[scored_rows(ids, share, seed)]
+    return ids if share >= 1 else ids[sampled_rows(ids, share, seed)]
 
 
 def cluster_positives(

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from pulsnar_dask.core.config import PUConfig
-from pulsnar_dask.core.folds import CopyGroups, scored_rows
+from pulsnar_dask.core.folds import CopyGroups, sampled_rows
 from pulsnar_dask.core.map_reduce import Tally
 from pulsnar_dask.core.schema import FeatureSchema
 
@@ -41,7 +41,7 @@ class ScoreRequest:
         ``None``: all numeric.
     unlabeled_share : float
         Share of the unlabeled rows scored, a sample drawn from the ids and the seed
-        (:func:`~pulsnar_dask.core.folds.scored_rows`); 1: every row.
+        (:func:`~pulsnar_dask.core.folds.sampled_rows`); 1: every row.
     """
 
     features: list[str]
@@ -66,7 +66,7 @@ class ScoreRequest:
         if self.positive_ids is not None:
             keep = (labels == 0) | np.isin(row_ids, self.positive_ids)
         if self.unlabeled_share < 1:
-            keep &= (labels != 0) | scored_rows(row_ids, self.unlabeled_share, self.seed)
+            keep &= (labels != 0) | sampled_rows(row_ids, self.unlabeled_share, self.seed)
         new = np.asarray(labels, dtype=np.int8)[keep]
         if self.flipped_ids is not None:
             new[np.isin(row_ids[keep], self.flipped_ids)] = 1
@@ -208,7 +208,7 @@ class Executor(Protocol):
 
     def on_every_worker(self, fn: Callable[[], Any]) -> dict[str, Any]:
         """``fn()`` in every process that trains models, by its name (a worker's
-        address)."""
+        address); where one could not run it, the exception instead."""
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[Scored]:
         """Run every request (side by side where it can); results in request order."""
