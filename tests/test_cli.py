@@ -591,7 +591,7 @@ def bad_inputs(tmp_path_factory):
     cases["gpu not there"] = (  # XGBoost would warn on every worker and use the CPU
         put("gpu", frame),
         ["--xgb-params", '{"device": "cuda:63"}'],
-        "xgb_params asks for device 'cuda:63', but XGBoost finds no such GPU on",
+        "xgb_params asks for device 'cuda:63', but XGBoost ",  # finds none, or refuses it
     )
     learned = {  # what would make the models something other than the method's
         "objective": ('{"objective": "reg:squarederror"}', "objective 'reg:squarederror' would"),

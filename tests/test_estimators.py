@@ -258,9 +258,12 @@ def test_bad_options():
     # a misspelt XGBoost parameter is refused, not dropped with a warning on a worker
     with pytest.raises(ValueError, match=r"XGBoost has no parameter\(s\) colsample_bytre$"):
         PULSCAR(xgb_params={"colsample_bytre": 0.5, "max_depth": 3}).fit(d.X, d.label)
-    # a GPU XGBoost cannot find: refused, not trained on the CPU with a warning a model
-    with pytest.raises(ValueError, match="'cuda:63', but XGBoost finds no such GPU on this mach"):
+    # a GPU XGBoost cannot use: refused, not trained on the CPU with a warning a model (no
+    # GPU), nor on another GPU (fail_on_invalid_gpu_id)
+    with pytest.raises(ValueError, match=r"'cuda:63', but XGBoost (finds no GPU|refuses it) on"):
         PULSCAR(xgb_params={"device": "cuda:63"}).fit(d.X, d.label)
+    with pytest.raises(ValueError, match=r"refuses it on this machine: .*Got: `gpu:x`.$"):
+        PULSCAR(xgb_params={"device": "gpu:x"}).fit(d.X, d.label)
 
 
 def test_importance_gain_is_row_order_free_and_caps_the_unlabeled():

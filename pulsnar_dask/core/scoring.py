@@ -172,30 +172,48 @@ def _interaction_sets(value: Any, table: list[str]) -> list[list[str]]:
 _MACHINE_PARAMS = ("device", "nthread", "n_jobs")
 
 
+# XGBoost's time and source file, before each of its messages
+_XGBOOST_PREFIX = re.compile(r"^\[[\d:]+\] \S+: ")
+
+
 def asks_for_gpu(params: Mapping[str, Any]) -> bool:
-    """Whether XGBoost's ``device`` names a GPU (``cuda``, ``cuda:1``, ``gpu``...)."""
+    """Whether XGBoost's ``device`` names a GPU (``cuda``, ``cuda:1``, ``gpu``...).
+
+    Parameters
+    ----------
+    params : mapping
+        XGBoost parameters (``xgb_params``).
+    """
     return str(params.get("device", "cpu")).startswith(("cuda", "gpu"))
 
 
-def trained_device(params: Mapping[str, Any]) -> str:
-    """The device XGBoost trains on in this process with ``params``: that of a model of
-    one round on four rows. Where it finds no GPU for a ``device`` that names one,
-    XGBoost trains on the CPU with a warning; this reads ``cpu`` there, quietly.
+def trained_device(device: str) -> str:
+    """The device XGBoost trains on in this process when asked for ``device``: that of a
+    model of one round on four rows. Where it finds no GPU at all, XGBoost trains on the
+    CPU with a warning; this reads ``cpu`` there, quietly. A GPU number past those it
+    finds is an error here (``fail_on_invalid_gpu_id``), not XGBoost's other GPU.
+
+    Parameters
+    ----------
+    device : str
+        XGBoost's ``device`` (``cuda``, ``cuda:1``...).
 
     Returns
     -------
     str
-        ``cpu``, ``cuda:0``...; or the first line of XGBoost's error, after ``error:``.
+        ``cpu``, ``cuda:0``...; or ``error: `` and XGBoost's message, on one line.
     """
     import xgboost as xgb
 
     rows = matrix(np.zeros((4, 1), dtype=np.float32), np.array([0, 1, 0, 1], dtype=np.float32))
+    params = {"device": device, "fail_on_invalid_gpu_id": True, "verbosity": 0}
     try:
         with xgb.config_context(verbosity=0), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            booster = xgb.train({**params, "verbosity": 0}, rows, num_boost_round=1)
-    except xgb.core.XGBoostError as exc:
-        return "error: " + (str(exc).strip().splitlines() or [repr(exc)])[0]
+            booster = xgb.train(params, rows, num_boost_round=1)
+    except xgb.core.XGBoostError as exc:  # its list of devices follows the first line
+        said = " ".join(str(exc).split("Stack trace:")[0].split())
+        return "error: " + _XGBOOST_PREFIX.sub("", said)
     return json.loads(booster.save_config())["learner"]["generic_param"]["device"]
 
 
@@ -236,8 +254,7 @@ def check_booster_params(
             xgb.train(params, rows, num_boost_round=1)
         except Exception as exc:  # XGBoost's own errors, and Python's on a value's type
             said = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-            said = re.sub(r"^\[[\d:]+\] \S+: ", "", said)  # XGBoost's time and source line
-            raise ValueError(f"xgb_params: {said}") from None
+            raise ValueError(f"xgb_params: {_XGBOOST_PREFIX.sub('', said)}") from None
     said = " ".join(str(w.message) for w in caught)
     found = re.findall(r"Parameters: \{ (.*?) \} are not used", said)
     unused = [n.strip().strip('"') for n in ", ".join(found).split(",")] if found else []

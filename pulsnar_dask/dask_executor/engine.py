@@ -745,8 +745,9 @@ class DaskExecutor:
         return self._gather(futures)
 
     def on_every_worker(self, fn: Callable[[], Any]) -> dict[str, Any]:
-        """``fn()`` on every worker, outside its tasks (``Client.run``)."""
-        return self.client.run(fn)
+        """``fn()`` on every worker, outside its tasks (``Client.run``); where a worker
+        cannot run it (it left, or restarted), the exception."""
+        return self.client.run(fn, on_error="return")
 
     def _fold_keys(self, request: Future, name: str) -> tuple[Future, Future]:
         """A request's :class:`~pulsnar_dask.core.folds.FoldKeys` (the request shared),

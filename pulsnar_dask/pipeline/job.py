@@ -231,26 +231,36 @@ def read_input(job: Job) -> None:
 
 
 def check_gpus(executor: Executor, overrides: Mapping[str, Any]) -> None:
-    """Refuse a ``device`` that names a GPU where XGBoost finds none: it would train on
-    the CPU, warning once a model on every worker.
+    """Refuse a ``device`` that names a GPU where XGBoost cannot use it: with no GPU it
+    would train on the CPU, warning once a model on every worker. The workers present
+    now are asked; one that joins later is not.
+
+    Parameters
+    ----------
+    executor : Executor
+    overrides : mapping
+        The user's XGBoost parameters, whose ``device`` names a GPU.
 
     Raises
     ------
     PUError
-        Naming the workers (or this machine) without the GPU.
+        Naming the workers (or this machine) that cannot use it.
     """
     device = overrides["device"]
-    found = executor.on_every_worker(partial(trained_device, {"device": device}))
-    failed = {name: said for name, said in found.items() if said.startswith("error:")}
+    found = {
+        name: f"error: {type(said).__name__}: {said}" if isinstance(said, Exception) else said
+        for name, said in executor.on_every_worker(partial(trained_device, device)).items()
+    }
+    asked = f"invalid settings: xgb_params asks for device {device!r}, but XGBoost"
+    failed = {name: said for name, said in found.items() if said.startswith("error: ")}
     if failed:
         name, said = next(iter(failed.items()))
-        raise PUError(f"invalid settings: xgb_params device {device!r} on {name}: {said[7:]}")
+        raise PUError(f"{asked} refuses it on {name}: {said.removeprefix('error: ')}")
     without = sorted(name for name, said in found.items() if not said.startswith("cuda"))
     if without:
         shown = ", ".join(without[:3]) + (" and more" if len(without) > 3 else "")
         where = shown if len(found) == 1 else f"{len(without)} of {len(found)} workers ({shown})"
         raise PUError(
-            f"invalid settings: xgb_params asks for device {device!r}, but XGBoost finds no "
-            f"such GPU on {where} and would train on the CPU; leave device out to train on "
-            "the CPU"
+            f"{asked} finds no GPU on {where} and would train on the CPU; leave device out "
+            "to train on the CPU"
         )
