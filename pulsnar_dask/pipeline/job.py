@@ -247,10 +247,11 @@ def check_gpus(executor: Executor, overrides: Mapping[str, Any]) -> None:
         Naming the workers (or this machine) that cannot use it.
     """
     device = overrides["device"]
-    found = {
-        name: f"error: {type(said).__name__}: {said}" if isinstance(said, Exception) else said
-        for name, said in executor.on_every_worker(partial(trained_device, device)).items()
-    }
+    found = executor.on_every_worker(partial(trained_device, device))
+    lost = {name: said for name, said in found.items() if isinstance(said, Exception)}
+    if lost:  # a worker that left or restarted while asked
+        name, exc = next(iter(lost.items()))
+        raise PUError(f"cannot ask {name} for device {device!r}: {type(exc).__name__}: {exc}")
     asked = f"invalid settings: xgb_params asks for device {device!r}, but XGBoost"
     failed = {name: said for name, said in found.items() if said.startswith("error: ")}
     if failed:
