@@ -190,10 +190,13 @@ def read_input(job: Job) -> None:
     Raises
     ------
     PUError
-        For a table the folds cannot split, or XGBoost settings it refuses.
+        For a table the folds cannot split, XGBoost settings it refuses, or a GPU the
+        workers do not have (asked before the table is read, which it does not need).
     """
     job.stage("reading and checking the input")
     executor, config = job.executor, job.config
+    if asks_for_gpu(config.xgb_params):
+        check_gpus(executor, config.xgb_params)
     job.table, job.truth = executor.read()
     table = job.table
     if len(executor.copies):
@@ -219,8 +222,6 @@ def read_input(job: Job) -> None:
             )
         except ValueError as exc:
             raise PUError(f"invalid settings: {exc}") from None
-        if asks_for_gpu(config.xgb_params):
-            check_gpus(executor, config.xgb_params)
     logger.info(
         "%d rows (%d positive), %d features, engine %s",
         table.n_rows,
