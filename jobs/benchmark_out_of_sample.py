@@ -1226,6 +1226,12 @@ def read_interval(run: dict, rule: IntervalRule) -> dict:
     """One recorded fit, its interval read with ``rule``; warned where it logged a warning
     of :data:`AS_RAN_WARNINGS` or where the interval so read is wider than the package's
     width line."""
+    low, high, warned = _interval_by(run, rule)
+    return _judged(run["method"], run["alpha"], low, high, run["true"], warned)
+
+
+def _interval_by(run: dict, rule: IntervalRule) -> tuple[float, float, bool]:
+    """:func:`read_interval`'s interval and whether the run is warned."""
     low, high = _unfloored_low(run), _unreached_high(run)
     if _negative_auc(run) < rule.line:  # NaN: not checked, never below
         low *= rule.floor
@@ -1238,7 +1244,7 @@ def read_interval(run: dict, rule: IntervalRule) -> dict:
     others = [w for w in run["warnings"] if DIFFER not in w]
     warned = any(any(key in w for key in AS_RAN_WARNINGS) for w in others)
     warned |= high - low > WIDE_INTERVAL or _readings_apart(run, rule.differ)
-    return _judged(run["method"], run["alpha"], low, high, run["true"], warned)
+    return low, high, warned
 
 
 def _kernel(run: dict, assumption: str) -> tuple[float, float]:
@@ -1421,6 +1427,174 @@ def interval_screen(
     print("\n".join(lines))
 
 
+# how far the clusters' tail reading must lie above PULSCAR's alpha, in their combined
+# bootstrap spreads, for auto to read the clusters' alpha (inf: never, auto until this
+# rule), the line that reads the clusters least often first
+PAST_LINES = (np.inf, 8.0, 5.0, 4.0, 3.0, 2.5, 2.0, 1.5, 1.0)
+# the package's interval and warnings, which the line does not move
+AS_AUTO_RUNS = IntervalRule(OVERLAP_AUC, 0.0, 0.0, np.inf)
+
+
+def clusters_past(run: dict) -> float:
+    """How far the clusters' tail reading lies above PULSCAR's kernel reading, in their
+    combined bootstrap spreads (-inf for a run of one cluster)."""
+    readings = run["readings"]
+    if "pulsnar tail" not in readings:
+        return -np.inf
+    (tail, sd_tail), (a, sd_a) = readings["pulsnar tail"], _kernel(run, "pulscar")
+    return (tail - a) / max(float(np.hypot(sd_a, sd_tail)), 1e-12)
+
+
+def read_past(run: dict, line: float) -> dict:
+    """One recorded fit of auto before it read the clusters' alpha, read as though it did
+    where :func:`clusters_past` is beyond ``line``; the interval and warnings as the
+    package gives them (:data:`AS_AUTO_RUNS`)."""
+    low, high, warned = _interval_by(run, AS_AUTO_RUNS)
+    if clusters_past(run) > line:
+        return _judged("pulsnar", _kernel(run, "pulsnar")[0], low, high, run["true"], warned)
+    return _judged(run["method"], run["alpha"], low, high, run["true"], warned)
+
+
+def _line_label(line: float) -> str:
+    return "never" if line == np.inf else f"{line:g}"
+
+
+def past_screen(tuning_path: Path, report_path: Path, fresh_path: Path | None, name: str) -> None:
+    """The line of :func:`read_past` chosen leave-one-family-out on seeds 0-4 of
+    ``tuning_path``, reported on seeds 5-9 of ``report_path`` and on the seeds past 9 of
+    ``fresh_path`` (fits no screen read before the line was chosen), beside ``never``.
+
+    Raises
+    ------
+    SystemExit
+        Where a run read at ``never`` does not give the alpha it recorded (fits of a
+        commit whose auto already reads the clusters' alpha).
+    """
+    tuning, reported = _tuning_and_reported(tuning_path, report_path)
+    fresh = pd.DataFrame()
+    if fresh_path is not None:
+        fresh = _records(fresh_path)
+        fresh = fresh[fresh.seed > max(REPORTED_SEEDS)].reset_index(drop=True)
+    runs_of = {"tuning": tuning, "reported": reported, "fresh": fresh}
+    reads = {
+        which: {
+            _line_label(x): _read_each(runs, lambda run, x=x: read_past(run, x)) for x in PAST_LINES
+        }
+        for which, runs in runs_of.items()
+        if len(runs)
+    }
+    for which, runs in runs_of.items():
+        if len(runs) and not np.allclose(
+            reads[which]["never"].error, (runs.alpha - runs.true).abs(), atol=1e-12
+        ):
+            raise SystemExit(f"the {which} fits' auto already reads the clusters' alpha")
+    choice = Chosen.of(reads["tuning"], reads["reported"])
+    chosen = ", ".join(f"{x}: {n}" for x, n in pd.Series(choice.lofo).value_counts().items())
+    command = (
+        f"python jobs/benchmark_out_of_sample.py past --tuning {tuning_path.name} "
+        f"--runs {report_path.name}" + (f" --fresh {fresh_path.name}" if len(fresh) else "")
+    )
+
+    def commits(runs: pd.DataFrame) -> str:
+        return ", ".join(sorted(runs.commit.unique()))
+
+    def seeds(runs: pd.DataFrame) -> str:
+        return f"seeds {_seeds(runs)} ({len(runs)} runs)"
+
+    lines = [
+        "# Where auto reads the clusters' alpha, chosen out of sample",
+        "",
+        f"`{command}`: fits of auto as it ran before it read the clusters' alpha, every "
+        "family of the visible and the held-out panel: commit "
+        f"{commits(tuning)} on {seeds(tuning)} to choose, {commits(reported)} on "
+        f"{seeds(reported)} to report"
+        + (
+            f", and {commits(fresh)} on {seeds(fresh)}, fitted after the line was chosen"
+            if len(fresh)
+            else ""
+        )
+        + ". Each run is read as though auto took the clusters' alpha (their kernel "
+        "reading) where their tail reading lies more than a line of its and PULSCAR's "
+        "combined bootstrap spreads above PULSCAR's alpha (`never`: auto as it ran); the "
+        "interval and warnings as the package gives them, which the line does not move. "
+        "Chosen by the job's loss, families alike, ties to the line listed first; the line "
+        "applied to a family is the one best on the others (`lofo`).",
+        "",
+        f"Best on every family: {choice.best}. Chosen with each family left out: {chosen}. "
+        f"Reported seeds, leave-one-family-out: {choice.applied_loss:.4f} (`never`: "
+        f"{choice.reported_losses['never'].mean():.4f}).",
+        "",
+        "| line | loss, tuning | loss, reported | clusters read, SCAR tables (reported) | "
+        "clusters read, SNAR tables (reported) |"
+        + (" loss, fresh | MAE, fresh |" if "fresh" in reads else ""),
+        "|---|---|---|---|---|" + ("---|---|" if "fresh" in reads else ""),
+    ]
+
+    def share_read(frame: pd.DataFrame, snar: bool) -> float:
+        on = frame.group.str.contains("SNAR") == snar
+        return float(np.mean(frame.method[on] == "pulsnar"))
+
+    for x in map(_line_label, PAST_LINES):
+        row = (
+            f"| {x} | {choice.tuning_losses[x].mean():.4f} | "
+            f"{choice.reported_losses[x].mean():.4f} | "
+            f"{share_read(reads['reported'][x], False):.0%} | "
+            f"{share_read(reads['reported'][x], True):.0%} |"
+        )
+        if "fresh" in reads:
+            fresh_reads = reads["fresh"][x]
+            row += (
+                f" {family_losses(fresh_reads).mean():.4f} | "
+                f"{fresh_reads.groupby('set').error.mean().mean():.4f} |"
+            )
+        lines.append(row)
+    columns, names = [("runs", "d")], ["runs"]
+    for column, form, named in (
+        ("mae", ".4f", "MAE"), ("pulscar", ".0%", "PULSCAR kept"),
+        ("coverage", ".0%", "cover"), ("confident_wrong", "d", "conf. wrong"),
+    ):  # fmt: skip
+        columns += [(column, form), (f"{column}_base", form)]
+        names += [f"{named} lofo", f"{named} never"]
+    frame = figures(choice.applied(reads["reported"])).join(
+        figures(reads["reported"]["never"]).add_suffix("_base")
+    )
+    frame["chosen"] = [choice.setting_of(f) for f in frame.index]
+    lines += [
+        "",
+        f"Reported seeds ({_seeds(reported)}), each family at its leave-one-family-out line:",
+        "",
+        *_markdown_table("group", _grouped(frame.drop(columns=["chosen"])), columns, names),
+        *_markdown_table("family", frame, [*columns, ("chosen", "s")], [*names, "lofo"]),
+    ]
+    if "fresh" in reads:
+        pooled = {x: pd.concat([r[x] for r in reads.values()]) for x in reads["tuning"]}
+        every = Chosen.of(pooled, pooled)
+        every_chosen = pd.Series(every.lofo).value_counts()
+        lines += [
+            "Every seed above pooled (the fresh seeds no longer unseen), each family left "
+            f"out in turn: best on every family {every.best}; chosen with each family left "
+            f"out: {', '.join(f'{x}: {n}' for x, n in every_chosen.items())}; loss "
+            f"{every.applied_loss:.4f} (`never`: {every.reported_losses['never'].mean():.4f}).",
+            "",
+        ]
+        best = choice.best
+        fresh_frame = figures(reads["fresh"][best]).join(
+            figures(reads["fresh"]["never"]).add_suffix("_base")
+        )
+        lines += [
+            f"Fresh seeds ({_seeds(fresh)}) at the line best on every family ({best}), "
+            "which the package takes:",
+            "",
+            *_markdown_table(
+                "group", _grouped(fresh_frame), columns, [n.replace("lofo", best) for n in names]
+            ),
+        ]
+        frame = frame.join(fresh_frame.add_prefix("fresh_"))
+    frame.to_csv(RESULTS / f"{name}.csv")
+    write_result(RESULTS / f"{name}.md", "\n".join(lines))
+    print("\n".join(lines))
+
+
 def _own_reading(run: dict, assumption: str) -> float:
     """An assumption's kernel reading as the run recorded it: PULSNAR's is PULSCAR's
     alpha where one cluster was found; NaN where the run did not read it (a commit
@@ -1535,6 +1709,11 @@ def main() -> None:
         screening.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
         screening.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
         screening.add_argument("--name", default=default_name, help="results files' name")
+    passing = sub.add_parser("past", help="where auto reads the clusters' alpha")
+    passing.add_argument("--tuning", type=Path, required=True, help="fits of seeds 0-4")
+    passing.add_argument("--runs", type=Path, required=True, help="fits of seeds 5-9")
+    passing.add_argument("--fresh", type=Path, help="fits of seeds past 9, made after the choice")
+    passing.add_argument("--name", default="clusters_past_pulscar", help="results files' name")
     switching = sub.add_parser("switch", help="a rule judged from fits of each setting")
     switching.add_argument(
         "--setting",
@@ -1581,6 +1760,8 @@ def main() -> None:
         switch(args.setting, args.default, args.name)
     elif args.command == "defaults":
         defaults(args.runs, args.held_out, args.name)
+    elif args.command == "past":
+        past_screen(args.tuning, args.runs, args.fresh, args.name)
     else:
         table(args.runs, args.before, args.name)
 

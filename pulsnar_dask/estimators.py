@@ -440,9 +440,11 @@ class PULSNAR(PULSCAR):
         + _OWN_DOC
         + """    method : {"auto", "pulsnar"}, default "auto"
         ``auto`` reads PULSCAR's alpha (all positives as one subproblem); where the
-        positives form several clusters it scores them as ``pulsnar`` does and the
-        interval spans both readings (``method_evidence_["readings"]``); ``pulsnar``
-        always sums the clusters.
+        positives form several clusters it scores them as ``pulsnar`` does, the
+        interval spans both readings (``method_evidence_["readings"]``), and it reads
+        the clusters' alpha instead where even their tail reading lies above PULSCAR's
+        beyond the noise of both (``method_evidence_["read"]``); ``pulsnar`` always sums
+        the clusters.
 
     Attributes
     ----------
@@ -454,15 +456,17 @@ class PULSNAR(PULSCAR):
         Per-cluster alphas (mean over iterations).
     n_clusters_ : int
     method_ : str
-        ``"pulsnar"``, or ``"pulscar"`` with ``method="auto"``.
+        ``"pulsnar"``; with ``method="auto"``, whose alpha it reads.
     method_evidence_ : dict or None
         With ``method="auto"``: the clusters found (``n_clusters``), ``reason``, and
         where there are several and the interval is computed, both readings
-        (``readings``: ``"pulscar"``, the estimate, and ``"pulsnar"``, the clusters').
+        (``readings``: ``"pulscar"`` and ``"pulsnar"``, the clusters'), how far the
+        clusters' tail reading lies above PULSCAR's in their combined bootstrap spreads
+        (``clusters_past_pulscar``) and whose alpha is read (``read``).
     clustering_ : Clustering
         BIC curve, cluster of each positive, features used.
     cluster_estimates_ : list of AlphaEstimate
-        First iteration's densities per cluster.
+        First iteration's densities per cluster (PULSCAR's with ``method="auto"``).
     subproblems_ : list of SubproblemResult
         First iteration's subproblems: the clusters', or PULSCAR's with
         ``method="auto"``.

@@ -89,7 +89,9 @@ def densities_plot(result: JobResult) -> bytes:
         ax.axvline(0.5, color="grey", lw=0.6, ls=":")
         ax.set_yscale("log")
         ax.set_ylim(max(1e-5, float(est.density_unlabeled.min()) / 2), 1.0)
-        name = "PULSCAR" if result.method == "pulscar" else f"cluster {i + 1}"
+        # auto's scoring is PULSCAR's, whichever alpha it reads
+        pulscar = result.method == "pulscar" or result.method_evidence is not None
+        name = "PULSCAR" if pulscar else f"cluster {i + 1}"
         ax.set_title(f"{name} (bw {est.bandwidth:.3f}, {est.n_bins} bins)", fontsize=9)
         ax.set_xlabel("probability")
         ax.legend(fontsize=7)
@@ -327,7 +329,14 @@ def plain_reading(summary: dict[str, Any]) -> str:
         text += ". "
     else:
         evidence = summary.get("method_evidence") or {}
-        if "readings" in evidence:  # auto beside several clusters: one of two assumptions
+        if evidence.get("read") == "pulsnar":  # auto, the clusters' alpha
+            text += (
+                f"The estimate reads the {summary['n_positive']:,} labeled positives as "
+                f"{evidence['n_clusters']} clusters, as PULSNAR does: as though each kind was "
+                "labeled at its own rate, since even the clusters' more cautious tail reading "
+                "lies above PULSCAR's beyond the noise of both. "
+            )
+        elif "readings" in evidence:  # auto beside several clusters: one of two assumptions
             text += (
                 f"The estimate reads the {summary['n_positive']:,} labeled positives as one "
                 "group, as PULSCAR does: as though every kind was labeled at the same rate. "
@@ -347,13 +356,15 @@ def plain_reading(summary: dict[str, Any]) -> str:
     readings = summary.get("interval_readings", {})
     reader = summary["settings"]["alpha_estimator"]
     if f"pulscar {reader}" in readings and f"pulsnar {reader}" in readings:
+        estimate = {summary["method"]: ", the estimate"}
         text += (
             "The interval spans both ways positives may have been labeled: at random "
-            f"(PULSCAR reads alpha {readings[f'pulscar {reader}']['alpha']:.3f}, the "
-            f"estimate) or at rates that depend on the subtype (the "
+            f"(PULSCAR reads alpha {readings[f'pulscar {reader}']['alpha']:.3f}"
+            f"{estimate.get('pulscar', '')}) or at rates that depend on the subtype (the "
             f"{summary['method_evidence']['n_clusters']} clusters, read as PULSNAR reads them"
             + _on_a_sample(summary)
-            + f", give {readings[f'pulsnar {reader}']['alpha']:.3f}). "
+            + f", give {readings[f'pulsnar {reader}']['alpha']:.3f}"
+            f"{estimate.get('pulsnar', '')}). "
         )
     auc = min(summary["pu_auc"])
     text += (

@@ -1242,10 +1242,11 @@ def test_every_option_of_every_command_has_a_help_text():
             assert action.help, f"{name} {action.option_strings} has no help text"
 
 
-def test_a_run_whose_readings_differ_says_why_its_interval_is_wide(tmp_path, capsys, caplog):
+def test_a_run_that_reads_the_clusters_says_why_and_spans_pulscars(tmp_path, capsys, caplog):
     """Well separated subtypes labeled at different rates: PULSCAR reads alpha low, the
-    clusters near the truth. Auto reports PULSCAR's alpha; the headline and the report name
-    both, the interval spans both, and the warning that it is too wide to act on says so."""
+    clusters near the truth, and even their tail reading lies past PULSCAR's beyond the
+    noise. Auto reports the clusters' alpha; the headline and the report name both, the
+    interval spans both, and the warning that it is too wide to act on says so."""
     from pulsnar_dask import make_pu_data
     from pulsnar_dask.io import write_pu_parquet
     from pulsnar_dask.pipeline.result import WIDE_INTERVAL, headline
@@ -1261,9 +1262,10 @@ def test_a_run_whose_readings_differ_says_why_its_interval_is_wide(tmp_path, cap
         )  # fmt: skip
     assert status == 0, err
     evidence = summary["method_evidence"]
-    assert summary["method"] == "pulscar" and "readings_differ" not in evidence
+    assert summary["method"] == evidence["read"] == "pulsnar"
+    assert summary["n_clusters"] == evidence["n_clusters"] > 1
     pulscar, pulsnar = evidence["readings"]["pulscar"], evidence["readings"]["pulsnar"]
-    assert summary["alpha"] == pytest.approx(pulscar, abs=5e-5)
+    assert summary["alpha"] == pytest.approx(pulsnar, abs=5e-5)
     assert pulscar < summary["true_alpha"] - 0.05 and abs(pulsnar - summary["true_alpha"]) < 0.05
     low, high = summary["alpha_interval"]
     assert low <= summary["true_alpha"] <= high and low <= pulscar and pulsnar <= high
@@ -1275,14 +1277,15 @@ def test_a_run_whose_readings_differ_says_why_its_interval_is_wide(tmp_path, cap
     ) in caplog.text
     line = headline(summary)
     assert (
-        f"alpha {pulscar:.3f}: about {summary['hidden_positives']:,} hidden positives among "
-        f"3,000 unlabeled rows (PULSCAR; {evidence['n_clusters']} clusters read {pulsnar:.3f} "
-        "beside it); 95% interval"
+        f"alpha {pulsnar:.3f}: about {summary['hidden_positives']:,} hidden positives among "
+        f"3,000 unlabeled rows (PULSNAR, {evidence['n_clusters']} clusters; PULSCAR reads "
+        f"{pulscar:.3f}); 95% interval"
     ) in line
     report = html.unescape((out / "report.html").read_text())
     assert line in report
-    assert "auto reads <strong>PULSCAR</strong>" in report
-    assert f"read as PULSNAR reads them, give {pulsnar:.3f})." in report
+    assert "auto reads <strong>PULSNAR</strong>: alpha is PULSNAR's:" in report
+    assert f"read as PULSNAR reads them, give {pulsnar:.3f}, the estimate)." in report
+    assert "(PULSCAR reads alpha" in report
     assert report.count("<figure>") == report.count("<figcaption>") >= 3
 
 
@@ -1294,20 +1297,22 @@ def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsy
     assert status == 0, err
     assert summary["method_requested"] == "auto"
     evidence = summary["method_evidence"]
-    assert summary["method"] == "pulscar" and summary["n_clusters"] == 1
     assert set(evidence) == {
         "n_clusters", "reason", "subtypes_may_be_unseen", "cluster_features", "model_features",
-        "readings",
+        "readings", "clusters_past_pulscar", "read",
     }  # fmt: skip
     assert evidence["n_clusters"] > 1  # the clusters, scored beside PULSCAR
     assert evidence["subtypes_may_be_unseen"] is False  # 8 features, all clustered
-    assert summary["alpha"] == pytest.approx(evidence["readings"]["pulscar"], abs=5e-5)
+    # SNAR data whose clusters' tail reading lies past PULSCAR's: the clusters' alpha
+    assert evidence["clusters_past_pulscar"] > 2 and evidence["read"] == "pulsnar"
+    assert summary["method"] == "pulsnar" and summary["n_clusters"] == evidence["n_clusters"]
+    assert summary["alpha"] == pytest.approx(evidence["readings"]["pulsnar"], abs=5e-5)
     readings = summary["interval_readings"]
     assert readings["pulsnar kernel"]["alpha"] == pytest.approx(
         evidence["readings"]["pulsnar"], abs=5e-5
     )
     report = (out / "report.html").read_text()
-    assert "auto reads <strong>PULSCAR</strong>" in report
+    assert "auto reads <strong>PULSNAR</strong>" in report
     # the overlap check reads PULSCAR's subproblem, scored beside the clusters
     assert summary["alpha_may_be_high"] is (summary["negative_auc"] < OVERLAP_AUC)
     assert f"{summary['negative_auc']:.3f} (alpha may be far too high below {OVERLAP_AUC};" in (

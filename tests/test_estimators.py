@@ -78,13 +78,16 @@ def test_pulsnar_finds_the_subtypes_and_sums_cluster_alphas(snar):
     assert est.n_clusters_ == 3 == len(est.cluster_alphas_)
     assert est.alpha_ == pytest.approx(est.cluster_alphas_.sum())
     assert est.alpha_ == pytest.approx(snar.true_alpha, abs=0.06)
-    # auto reads PULSCAR's subproblem, with the same clusters scored beside it (each
-    # cluster's subproblem has its own AUC and alpha: no implied AUC for PULSNAR's)
+    # auto scores PULSCAR's subproblem, with the same clusters scored beside it (each
+    # cluster's subproblem has its own AUC and alpha: no implied AUC for PULSNAR's); here
+    # the clusters' tail reading lies past PULSCAR's, so alpha is theirs
     pulscar = PULSCAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
     auto = PULSNAR(random_state=0, n_jobs=2, max_clusters=6).fit(snar.X, snar.label)
-    assert auto.alpha_ == pulscar.alpha_ and est.negative_auc_ is None
+    readings = auto.method_evidence_["readings"]
+    assert readings["pulscar"] == pulscar.alpha_ and est.negative_auc_ is None
     assert auto.negative_auc_ == pulscar.negative_auc_ > 0.9
-    assert auto.method_evidence_["readings"]["pulsnar"] == pytest.approx(est.alpha_, abs=5e-5)
+    assert readings["pulsnar"] == pytest.approx(est.alpha_, abs=5e-5)
+    assert auto.method_ == "pulsnar" and auto.alpha_ == pytest.approx(est.alpha_, abs=5e-5)
     # clusters are pure subtypes
     pos_types = snar.true_label[snar.label == 1]
     for c in range(est.n_clusters_):

@@ -1,4 +1,5 @@
-"""method="auto": PULSCAR's alpha, the clusters' reading spanned and weighed beside it
+"""method="auto": PULSCAR's alpha, the clusters' reading spanned beside it, and read
+where even their tail reading lies above PULSCAR's beyond the noise of both
 (pulsnar_dask.pipeline.method_choice)."""
 
 import logging
@@ -8,22 +9,63 @@ import pytest
 
 from pulsnar_dask import PULSCAR, PULSNAR, make_pu_data
 from pulsnar_dask.core.interval import AlphaInterval
-from pulsnar_dask.pipeline.method_choice import record_readings
+from pulsnar_dask.pipeline.method_choice import CLUSTERS_PAST_PULSCAR, record_readings
 from pulsnar_dask.pipeline.result import OVERLAP_AUC, WIDE_INTERVAL, headline
 
 
-def test_auto_records_both_readings_and_warns_of_neither(caplog):
-    interval = AlphaInterval(
-        0.0, 1.0, {"pulscar kernel": (0.2, 0.03), "pulsnar kernel": (0.31234, 0.01),
-                   "pulsnar tail": (0.9, 0.1)}
+def _readings(tail: float, tail_sd: float) -> AlphaInterval:
+    return AlphaInterval(
+        0.0, 1.0, {"pulscar kernel": (0.2, 0.03), "pulscar tail": (0.5, 0.01),
+                   "pulsnar kernel": (0.31234, 0.01), "pulsnar tail": (tail, tail_sd)}
     )  # fmt: skip
-    evidence = {"n_clusters": 4}
+
+
+def test_auto_records_both_readings_and_reads_pulscars_within_the_noise(caplog):
+    # the clusters' tail 0.29 lies (0.29 - 0.2) / hypot(0.03, 0.04) = 1.8 spreads above
+    evidence = {"n_clusters": 4, "reason": "alpha is PULSCAR's; the 4 clusters ..."}
     with caplog.at_level(logging.INFO, logger="pulsnar_dask"):
-        record_readings(interval, evidence, "kernel")
-    # the configured reader's, rounded; the clusters' may read lower or higher alike
+        record_readings(_readings(0.29, 0.04), evidence, "kernel")
+    # the configured reader's, rounded; PULSCAR's tail reading does not enter
     assert evidence["readings"] == {"pulscar": 0.2, "pulsnar": 0.3123}
+    assert evidence["clusters_past_pulscar"] == 1.8 and evidence["read"] == "pulscar"
+    assert evidence["reason"] == "alpha is PULSCAR's; the 4 clusters ..."
     assert [r.levelname for r in caplog.records] == ["INFO"]
-    assert "PULSCAR reads 0.200 and the 4 clusters 0.312" in caplog.text
+    assert "PULSCAR reads 0.200 and the 4 clusters 0.312 (their tail 0.290, 1.8" in caplog.text
+    assert caplog.text.rstrip().endswith("alpha is PULSCAR's")
+
+
+def test_auto_reads_the_clusters_where_their_tail_lies_past_pulscar_beyond_the_noise(caplog):
+    # (0.305 - 0.2) / 0.05 = 2.1 spreads: past the line, 2
+    assert CLUSTERS_PAST_PULSCAR == 2.0
+    evidence = {"n_clusters": 4, "reason": "alpha is PULSCAR's; the 4 clusters are read"}
+    with caplog.at_level(logging.INFO, logger="pulsnar_dask"):
+        record_readings(_readings(0.305, 0.04), evidence, "kernel")
+    assert evidence["clusters_past_pulscar"] == 2.1 and evidence["read"] == "pulsnar"
+    assert evidence["reason"] == (
+        "alpha is PULSNAR's: the 4 clusters are read; even the clusters' tail reading, "
+        "0.305, lies 2.1 of the readings' spreads above PULSCAR's 0.200, so the subtypes "
+        "are labeled at different rates"
+    )
+    assert caplog.text.rstrip().endswith("alpha is the clusters'")
+    # the clusters' kernel reading far above PULSCAR's is not enough: their tail decides
+    evidence = {"n_clusters": 4, "reason": ""}
+    record_readings(_readings(0.25, 0.04), evidence, "kernel")
+    assert evidence["read"] == "pulscar"
+    # nor is a tail past PULSCAR's by more than its noise allows: the spreads widen it
+    record_readings(_readings(0.305, 0.2), evidence, "kernel")
+    assert evidence["read"] == "pulscar"
+
+
+def test_the_headline_names_pulscars_reading_beside_the_clusters():
+    evidence = {"n_clusters": 3, "readings": {"pulscar": 0.21, "pulsnar": 0.3}, "reason": "",
+                "subtypes_may_be_unseen": False, "read": "pulsnar"}  # fmt: skip
+    summary = {"alpha": 0.3, "hidden_positives": 300, "n_unlabeled": 1000, "method": "pulsnar",
+               "n_clusters": 3, "alpha_identified": True, "alpha_interval": [0.19, 0.32],
+               "method_evidence": evidence}  # fmt: skip
+    assert headline(summary) == (
+        "alpha 0.300: about 300 hidden positives among 1,000 unlabeled rows (PULSNAR, 3 "
+        "clusters; PULSCAR reads 0.210); 95% interval 190-320 (alpha 0.190-0.320)"
+    )
 
 
 def test_the_headline_names_the_clusters_reading_beside_pulscars():
@@ -44,38 +86,54 @@ def test_the_headline_names_the_clusters_reading_beside_pulscars():
     )
 
 
-def test_auto_reads_pulscar_and_spans_the_clusters_where_subtypes_are_labeled_apart():
+def test_auto_reads_the_clusters_where_subtypes_are_labeled_apart():
     """SNAR data whose three subtypes separate: the clusters read near the truth, PULSCAR
-    low; auto reports PULSCAR's alpha, records both, and its interval spans both."""
+    low, and even the clusters' tail reading lies far above PULSCAR's; auto reads the
+    clusters' alpha, calibrates PULSCAR's scores to it, and its interval spans both."""
     snar = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
-    auto = PULSNAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
+    auto = PULSNAR(random_state=0, n_jobs=2, calibration="isotonic").fit(snar.X, snar.label)
     plain = PULSNAR(random_state=0, n_jobs=2, method="pulsnar").fit(snar.X, snar.label)
     pulscar = PULSCAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
-    assert auto.method_ == "pulscar" and auto.n_clusters_ == 1 and plain.method_ == "pulsnar"
-    assert auto.alpha_ == pulscar.alpha_  # PULSCAR itself, on every feature
     evidence = auto.method_evidence_
-    assert evidence["n_clusters"] == plain.n_clusters_ > 1 and plain.method_evidence_ is None
-    # the clusters as method="pulsnar" reads them
-    assert evidence["readings"]["pulsnar"] == pytest.approx(plain.alpha_, abs=5e-5)
-    assert evidence["readings"]["pulscar"] == pytest.approx(auto.alpha_, abs=5e-5)
-    assert auto.alpha_ < snar.true_alpha - 0.05
+    assert auto.method_ == plain.method_ == "pulsnar" and evidence["read"] == "pulsnar"
+    assert evidence["clusters_past_pulscar"] > CLUSTERS_PAST_PULSCAR
+    assert auto.n_clusters_ == evidence["n_clusters"] == plain.n_clusters_ > 1
+    assert plain.method_evidence_ is None
+    # the clusters as method="pulsnar" reads them, each cluster's alpha too
+    assert auto.alpha_ == pytest.approx(plain.alpha_, abs=5e-5)
+    assert auto.alphas_.tolist() == [auto.alpha_]
+    np.testing.assert_allclose(auto.cluster_alphas_, plain.cluster_alphas_, atol=5e-5)
+    assert evidence["readings"]["pulsnar"] == pytest.approx(auto.alpha_, abs=5e-5)
+    assert evidence["readings"]["pulscar"] == pytest.approx(pulscar.alpha_, abs=5e-5)
+    assert pulscar.alpha_ < snar.true_alpha - 0.05
+    assert auto.alpha_ == pytest.approx(snar.true_alpha, abs=0.03)
+    # the rows' probabilities are PULSCAR's, calibrated at the clusters' alpha
+    np.testing.assert_array_equal(auto.oof_proba_, pulscar.oof_proba_)
+    unlabeled = snar.label == 0
+    at_pulscar = PULSCAR(random_state=0, n_jobs=2, calibration="isotonic").fit(snar.X, snar.label)
+    raised = (auto.calibrated_proba_ - at_pulscar.calibrated_proba_)[unlabeled].mean()
+    assert raised > 0.5 * (auto.alpha_ - pulscar.alpha_) > 0.03
     interval = auto.alpha_interval_
     assert {"pulscar kernel", "pulscar tail", "pulsnar kernel", "pulsnar tail"} == set(
         interval.readings
     )
-    assert interval.low <= auto.alpha_ and plain.alpha_ <= interval.high
+    assert interval.low <= pulscar.alpha_ and plain.alpha_ <= interval.high
     assert interval.low <= snar.true_alpha <= interval.high
     assert set(plain.alpha_interval_.readings) == {"pulsnar kernel", "pulsnar tail"}
 
 
 def test_without_an_interval_auto_scores_no_cluster_and_says_so(caplog):
-    """With no interval to span them, auto's clusters are found but not scored: the same
-    alpha (PULSCAR's), no clusters' reading, and a headline that says why."""
+    """With no interval to span them, auto's clusters are found but not scored: PULSCAR's
+    alpha (which the clusters' reading, past it here, replaces with an interval), no
+    clusters' reading, and a headline that says why."""
     snar = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
     with caplog.at_level(logging.INFO, logger="pulsnar_dask"):
         bare = PULSNAR(random_state=0, n_jobs=2, interval_resamples=0).fit(snar.X, snar.label)
     auto = PULSNAR(random_state=0, n_jobs=2).fit(snar.X, snar.label)
-    assert bare.alpha_ == auto.alpha_ and bare.alpha_interval_ is None
+    assert bare.alpha_interval_ is None and auto.method_evidence_["read"] == "pulsnar"
+    assert bare.method_ == "pulscar" and bare.alpha_ == pytest.approx(
+        auto.method_evidence_["readings"]["pulscar"], abs=5e-5
+    )
     evidence = bare.method_evidence_
     assert evidence["n_clusters"] == auto.method_evidence_["n_clusters"] > 1
     assert "readings" not in evidence and "not read" in evidence["reason"]
@@ -186,6 +244,14 @@ def test_the_report_says_what_the_clusters_read():
         "on a sample of 400 of the 1,000 unlabeled rows and 200 of the 500 labeled "
         "positives, give 0.310" in plain_reading(summary)
     )
+    # where auto reads the clusters' alpha, theirs is the estimate
+    del evidence["clusters_unlabeled_rows"], evidence["clusters_positive_rows"]
+    evidence["read"], summary["method"], summary["alpha"] = "pulsnar", "pulsnar", 0.31
+    text = plain_reading(summary)
+    assert "reads the 500 labeled positives as 5 clusters, as PULSNAR does: as though" in text
+    assert "more cautious tail reading lies above PULSCAR" in text
+    assert "(PULSCAR reads alpha 0.200) or at rates" in text
+    assert "read as PULSNAR reads them, give 0.310, the estimate)" in text
 
 
 def test_pulsnar_refuses_a_method_it_does_not_run_before_any_work():

@@ -33,9 +33,9 @@ def _drawn_to_the_edge(pixels: np.ndarray, band: int = 2) -> bool:
 
 @pytest.fixture(scope="module")
 def fitted() -> dict[str, SimpleNamespace]:
-    """What the plots read of a run (its estimates, method and subproblems): PULSCAR with
-    each reader, and PULSNAR asked for six clusters (five once small ones merge: two rows
-    of panels)."""
+    """What the plots read of a run (its estimates, method, auto's evidence and
+    subproblems): PULSCAR with each reader, and PULSNAR asked for six clusters (five once
+    small ones merge: two rows of panels)."""
     data = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=1.5, n_subtypes=3, random_state=0)
     runs = {
         reader: PULSCAR(alpha_estimator=reader, random_state=0, n_jobs=2)
@@ -46,7 +46,10 @@ def fitted() -> dict[str, SimpleNamespace]:
     for name, est in runs.items():
         est.fit(data.X, data.label)
         out[name] = SimpleNamespace(
-            estimates=est.cluster_estimates_, method=est.method_, subproblems=est.subproblems_
+            estimates=est.cluster_estimates_,
+            method=est.method_,
+            method_evidence=getattr(est, "method_evidence_", None),
+            subproblems=est.subproblems_,
         )
     return out
 

@@ -327,18 +327,22 @@ def run_subproblem(
 
 
 def subproblems_calibration(
-    subproblems: Sequence[SubproblemResult], config: PUConfig, map_reduce: MapReduce = in_memory
+    subproblems: Sequence[SubproblemResult],
+    config: PUConfig,
+    map_reduce: MapReduce = in_memory,
+    alphas: Sequence[float] | None = None,
 ) -> Calibration:
     """The :class:`~pulsnar_dask.core.combine.Calibration` of subproblems that hold the
-    same unlabeled rows, at their alphas, by ``config.calibration_data`` and
+    same unlabeled rows, at their alphas (or at ``alphas``), by ``config.calibration_data`` and
     ``config.calibration_method``, fitted on counts summed over the rows' pieces by
     ``map_reduce`` (two passes: the unlabeled rows in Algorithm 3's bins, then the sums
     the maps are fitted on)."""
     pieces = [r.pieces for r in subproblems]
     (members,) = map_reduce(piece_flip_members, identity, pieces, [()])
+    alphas = [r.alpha for r in subproblems] if alphas is None else alphas
     shares = [
-        flip_shares(r.positive_probabilities, m, r.alpha)
-        for r, m in zip(subproblems, members, strict=True)
+        flip_shares(r.positive_probabilities, m, a)
+        for r, m, a in zip(subproblems, members, alphas, strict=True)
     ]
     per_subproblem = config.calibration_data == "U"
     (sums,) = map_reduce(piece_calibration_sums, identity, pieces, [(shares, per_subproblem)])

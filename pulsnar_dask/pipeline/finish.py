@@ -44,12 +44,17 @@ class Alphas:
         Each first-iteration subproblem's alpha, averaged over the iterations.
     cluster_groups : list of list of int or None
         PULSNAR's clusters counted as one subtype (1-based), where there are several.
+    subproblem_alphas : list of float
+        What each first-iteration subproblem is calibrated and its claim taken at:
+        ``cluster_alphas``, or ``[alpha]`` where auto reads the clusters' alpha off
+        PULSCAR's scoring (:func:`clusters_read`).
     """
 
     alphas: list[float]
     alpha: float
     cluster_alphas: list[float]
     cluster_groups: list[list[int]] | None
+    subproblem_alphas: list[float]
 
 
 def read_alphas(job: Job, reading: Reading) -> Alphas:
@@ -72,7 +77,22 @@ def read_alphas(job: Job, reading: Reading) -> Alphas:
         float(np.mean([it[c].alpha for it in reading.per_iteration]))
         for c in range(len(reading.first))
     ]
-    return Alphas(alphas, float(np.mean(alphas)), cluster_alphas, cluster_groups)
+    return Alphas(alphas, float(np.mean(alphas)), cluster_alphas, cluster_groups, cluster_alphas)
+
+
+def clusters_read(
+    reading: Reading, alphas: Alphas, interval: AlphaInterval | None, reader: str
+) -> Alphas:
+    """Alpha as auto reads it: ``alphas`` (PULSCAR's), or where
+    :func:`~pulsnar_dask.pipeline.method_choice.record_readings` chose the clusters'
+    reading (``evidence["read"]``), that reading (the interval's, from the clusters' one
+    scoring) with each cluster's alpha; PULSCAR's scoring, whose probabilities the outputs
+    come from, is then calibrated and its claim taken at that alpha (``reader``: the
+    configured alpha reader)."""
+    if interval is None or (reading.evidence or {}).get("read") != "pulsnar":
+        return alphas
+    alpha = float(interval.readings[f"pulsnar {reader}"][0])
+    return Alphas([alpha], alpha, [r.alpha for r in reading.alternative], None, [alpha])
 
 
 def interval_of(
@@ -145,12 +165,14 @@ class Outputs:
 
 
 def outputs_of(
-    job: Job, reading: Reading, cluster_alphas: list[float], calibrate: bool, classify: bool
+    job: Job, reading: Reading, subproblem_alphas: list[float], calibrate: bool, classify: bool
 ) -> Outputs:
     """The probabilities, their calibration, the retrain on the clusters' claims and the
     fold models the saved model keeps: each partition's rows computed where they are held
     (:func:`~pulsnar_dask.core.combine.piece_outputs`), the calibration fitted on counts
-    (:func:`~pulsnar_dask.core.subproblem.subproblems_calibration`).
+    (:func:`~pulsnar_dask.core.subproblem.subproblems_calibration`), each subproblem
+    calibrated and its claim taken at its alpha in ``subproblem_alphas``
+    (:attr:`Alphas.subproblem_alphas`).
 
     Raises
     ------
@@ -160,8 +182,10 @@ def outputs_of(
     config, seed, executor = job.config, job.seed, job.executor
     if calibrate or classify:
         job.stage("calibrating probabilities")
-    calibration = subproblems_calibration(reading.first, config, executor.map_reduce)
-    claims = subproblem_claims(reading.first, cluster_alphas) if classify else None
+    calibration = subproblems_calibration(
+        reading.first, config, executor.map_reduce, subproblem_alphas
+    )
+    claims = subproblem_claims(reading.first, subproblem_alphas) if classify else None
     parts = executor.map_pieces(
         piece_outputs,
         [r.pieces for r in reading.first],

@@ -1,9 +1,11 @@
 """``method="auto"``: PULSCAR's alpha, with PULSNAR's clusters as the reading the interval
-also spans."""
+also spans; the clusters' alpha where even their tail reading lies past PULSCAR's beyond
+the noise of both."""
 
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from pulsnar_dask.core.interval import AlphaInterval
@@ -12,13 +14,18 @@ from pulsnar_dask.pipeline.job import Reading
 
 logger = logging.getLogger(__name__)
 
+# How far the clusters' tail reading must lie above PULSCAR's alpha, in their combined
+# bootstrap spreads, for auto to read the clusters' alpha: chosen leave-one-family-out
+# (docs/decisions/2026-12-07-clusters-tail-past-pulscar.md).
+CLUSTERS_PAST_PULSCAR = 2.0
+
 
 def choose_reading(
     reading: Reading, pulscar: list[SubproblemResult], n_unlabeled: int, n_positive: int
 ) -> None:
     """Auto's reading, set on PULSNAR's in place: PULSCAR's alpha; where the positives
     form several clusters, their subproblems become the alternative the interval spans
-    (:func:`record_readings` then records the two readings).
+    (:func:`record_readings` then records the two readings and says whose alpha is read).
 
     Parameters
     ----------
@@ -45,7 +52,8 @@ def choose_reading(
     if pulscar and not reading.per_iteration:
         evidence["reason"] = (
             f"alpha is PULSCAR's; the {n_clusters} clusters of positives are not read, as "
-            "there is no interval to span their reading (interval_resamples=0)"
+            "there is no interval to span their reading or weigh it against PULSCAR's "
+            "(interval_resamples=0)"
         )
     elif pulscar:
         scored = int(reading.first[0].counts.count(0))
@@ -83,24 +91,47 @@ def choose_reading(
 
 
 def record_readings(interval: AlphaInterval, evidence: dict[str, Any], reader: str) -> None:
-    """Record auto's two readings by ``reader`` in ``evidence["readings"]``: PULSCAR's
-    alpha (``"pulscar"``, the estimate: the positives labeled at random) and the clusters'
-    (``"pulsnar"``: each subtype labeled at its own rate), rounded to 4 places.
+    """Record auto's two readings by ``reader`` in ``evidence["readings"]`` and say which
+    alpha auto reads: PULSCAR's (``"pulscar"``: the positives labeled at random), or the
+    clusters' (``"pulsnar"``: each subtype labeled at its own rate) where even their tail
+    reading lies more than :data:`CLUSTERS_PAST_PULSCAR` of its and PULSCAR's combined
+    bootstrap spreads above PULSCAR's alpha. Where subtypes overlap one another or the
+    negatives, the clusters' kernel reading over-counts and their tail reading far less,
+    so a kernel reading above PULSCAR's alone leaves PULSCAR's alpha.
 
-    The interval spans both; where that leaves it too wide to act on, the run warns so
-    and names them (:func:`~pulsnar_dask.pipeline.finish.interval_of`).
+    The interval spans both either way; where that leaves it too wide to act on, the run
+    warns so and names them (:func:`~pulsnar_dask.pipeline.finish.interval_of`).
 
     Parameters
     ----------
     interval : AlphaInterval
-        Spanning ``"pulscar <reader>"`` and ``"pulsnar <reader>"``.
+        Spanning ``"pulscar <reader>"``, ``"pulsnar <reader>"`` and ``"pulsnar tail"``.
     evidence : dict
-        Auto's evidence (:func:`choose_reading`), updated in place.
+        Auto's evidence (:func:`choose_reading`), updated in place: ``readings`` (the two
+        alphas, rounded to 4 places), ``clusters_past_pulscar`` (the clusters' tail reading
+        less PULSCAR's alpha, in combined spreads, to 2 places), ``read`` (``"pulscar"`` or
+        ``"pulsnar"``: whose alpha auto reads) and, where it reads the clusters',
+        ``reason``.
     reader : str
         The configured alpha reader.
     """
-    a, b = (interval.readings[f"{m} {reader}"][0] for m in ("pulscar", "pulsnar"))
+    (a, sd_a), (b, _) = (interval.readings[f"{m} {reader}"] for m in ("pulscar", "pulsnar"))
+    tail, sd_tail = interval.readings["pulsnar tail"]
+    past = (tail - a) / max(math.hypot(sd_a, sd_tail), 1e-12)
+    read = "pulsnar" if past > CLUSTERS_PAST_PULSCAR else "pulscar"
+    k = evidence["n_clusters"]
     evidence["readings"] = {"pulscar": round(a, 4), "pulsnar": round(b, 4)}
+    evidence["clusters_past_pulscar"] = round(past, 2)
+    evidence["read"] = read
+    if read == "pulsnar":
+        evidence["reason"] = (
+            evidence["reason"].replace("alpha is PULSCAR's;", "alpha is PULSNAR's:", 1)
+            + f"; even the clusters' tail reading, {tail:.3f}, lies {past:.1f} of the "
+            f"readings' spreads above PULSCAR's {a:.3f}, so the subtypes are labeled at "
+            "different rates"
+        )
     logger.info(
-        "method auto: PULSCAR reads %.3f and the %d clusters %.3f", a, evidence["n_clusters"], b
-    )
+        "method auto: PULSCAR reads %.3f and the %d clusters %.3f (their tail %.3f, %.1f "
+        "spreads past PULSCAR's); alpha is %s",
+        a, k, b, tail, past, "the clusters'" if read == "pulsnar" else "PULSCAR's",
+    )  # fmt: skip

@@ -139,15 +139,16 @@ class JobResult:
     Attributes
     ----------
     method : str
-        ``pulscar`` or ``pulsnar`` (for ``auto``, the one chosen).
+        ``pulscar`` or ``pulsnar`` (for ``auto``, whose alpha it reads).
     alpha : float
         Mean over iterations of alpha: the cluster alphas summed, except that clusters in
         one of ``cluster_groups`` count the unlabeled rows they claim once.
     alphas : list of float
-        One per iteration.
+        One per iteration (auto reading the clusters' alpha: their one scoring's).
     cluster_alphas : list of float
         Per cluster, mean over iterations (``[alpha]`` for PULSCAR).
     n_clusters : int
+        Clusters read (1 for PULSCAR).
     table : TableRows
         The table's rows (``row_ids`` and ``labels`` bring them here as vectors).
     rows : HeldRows
@@ -156,10 +157,11 @@ class JobResult:
         p_c)``), ``calibrated``, ``improved`` (with calibration / classification) and
         ``true_labels`` bring them here as vectors.
     estimates : list of AlphaEstimate
-        First iteration's densities and objective, per cluster.
+        First iteration's densities and objective, per cluster (auto: PULSCAR's,
+        whichever alpha it reads).
     subproblems : list of SubproblemResult
         First iteration's subproblems (row ids, labels, out-of-fold probabilities), per
-        cluster: what calibration works from.
+        cluster (auto: PULSCAR's): what calibration works from.
     bic : ndarray
         BIC curve (empty for PULSCAR or a fixed cluster count).
     mixture_components : int
@@ -372,7 +374,8 @@ def headline(summary: dict[str, Any]) -> str:
     str
         E.g. ``alpha 0.272: about 2,720 hidden positives among 10,000 unlabeled rows
         (PULSNAR, 5 clusters)`` (auto with several clusters: ``(PULSCAR; 5 clusters
-        read 0.301 beside it)``, their reading as PULSNAR reads them, or ``(PULSCAR; 5
+        read 0.301 beside it)``, their reading as PULSNAR reads them, ``(PULSNAR, 5
+        clusters; PULSCAR reads 0.210)`` where auto reads theirs, or ``(PULSCAR; 5
         clusters found, not read (interval_resamples=0))``), with the 95%
         interval (``alpha_interval``, else the iterations' ``alpha_ci``) when there is
         one, and a warning when alpha is not identified, when a feature may record the
@@ -383,7 +386,9 @@ def headline(summary: dict[str, Any]) -> str:
     n_unlabeled = summary["n_unlabeled"]
     evidence = summary.get("method_evidence") or {}
     clusters = summary["n_clusters"]
-    if "readings" in evidence:  # auto with several clusters: their reading beside PULSCAR's
+    if evidence.get("read") == "pulsnar":  # auto, the clusters' alpha: PULSCAR's beside it
+        found = f", {clusters} clusters; PULSCAR reads {evidence['readings']['pulscar']:.3f}"
+    elif "readings" in evidence:  # auto with several clusters: their reading beside PULSCAR's
         clusters, read = evidence["n_clusters"], evidence["readings"]["pulsnar"]
         found = f"; {clusters} clusters read {read:.3f} beside it"
     elif evidence.get("n_clusters", 1) > 1:  # ... and no interval to span it

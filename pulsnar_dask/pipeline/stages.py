@@ -30,7 +30,14 @@ from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.clusters import score_clusters
 from pulsnar_dask.pipeline.diagnostics import Diagnostics, diagnose
 from pulsnar_dask.pipeline.executor import Executor
-from pulsnar_dask.pipeline.finish import Alphas, Outputs, interval_of, outputs_of, read_alphas
+from pulsnar_dask.pipeline.finish import (
+    Alphas,
+    Outputs,
+    clusters_read,
+    interval_of,
+    outputs_of,
+    read_alphas,
+)
 from pulsnar_dask.pipeline.job import Job, Reading, read_input
 from pulsnar_dask.pipeline.method_choice import choose_reading
 from pulsnar_dask.pipeline.result import JobResult
@@ -109,7 +116,8 @@ def run_pipeline(
     checks = diagnose(reading)
     alphas = read_alphas(job, reading)
     interval = interval_of(job, reading, alphas.alphas, checks.negative_auc)
-    out = outputs_of(job, reading, alphas.cluster_alphas, calibrate_probabilities, classify)
+    alphas = clusters_read(reading, alphas, interval, job.config.alpha_estimator)
+    out = outputs_of(job, reading, alphas.subproblem_alphas, calibrate_probabilities, classify)
     return _result(
         job, reading, method, calibrate_probabilities, classify, settings, checks, alphas,
         interval, out,
@@ -130,6 +138,11 @@ def _result(
 ) -> JobResult:
     """The run's result and the model it keeps, with the settings it ran with."""
     executor = job.executor
+    # auto reading the clusters' alpha off PULSCAR's scoring reports PULSNAR and its clusters
+    evidence = reading.evidence or {}
+    read, n_clusters = reading.method, reading.n_clusters
+    if evidence.get("read") == "pulsnar":
+        read, n_clusters = "pulsnar", evidence["n_clusters"]
     run_settings = {
         "method": method,
         "seed": job.seed,
@@ -143,16 +156,16 @@ def _result(
     model = PUModel(
         executor.schema, out.components, out.model_map,
         "retrain" if classify else "subproblems", alphas.alpha,
-        (interval.low, interval.high) if interval else None, reading.method, run_settings,
+        (interval.low, interval.high) if interval else None, read, run_settings,
         package_version(),
     )  # fmt: skip
     clustering = reading.clustering
     return JobResult(
-        method=reading.method,
+        method=read,
         alpha=alphas.alpha,
         alphas=alphas.alphas,
         cluster_alphas=alphas.cluster_alphas,
-        n_clusters=reading.n_clusters,
+        n_clusters=n_clusters,
         table=job.table,
         rows=out.rows,
         estimates=[r.estimate for r in reading.first],
