@@ -1450,7 +1450,8 @@ def read_past(run: dict, line: float) -> dict:
     where :func:`clusters_past` is beyond ``line``; the interval and warnings as the
     package gives them (:data:`AS_AUTO_RUNS`)."""
     low, high, warned = _interval_by(run, AS_AUTO_RUNS)
-    if clusters_past(run) > line:
+    # past the line, with the clusters' own reading above PULSCAR's too
+    if clusters_past(run) > line and _kernel(run, "pulsnar")[0] > run["alpha"]:
         return _judged("pulsnar", _kernel(run, "pulsnar")[0], low, high, run["true"], warned)
     return _judged(run["method"], run["alpha"], low, high, run["true"], warned)
 

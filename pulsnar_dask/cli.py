@@ -140,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "pulscar", "pulsnar"),
         default="auto",
         help="auto (default): PULSCAR's alpha, with the positives' clusters read as PULSNAR "
-        "reads them beside it; the interval spans both",
+        "reads them beside it, and their alpha where even their tail reading lies past "
+        "PULSCAR's beyond the noise; the interval spans both",
     )
     run.add_argument("--out", required=True, help="output directory or URL")
     _add_run_options(run)

@@ -121,7 +121,8 @@ class PULSCAR(BaseEstimator):
     alpha_ : float
         Estimated fraction of positives among the unlabeled rows.
     alphas_ : ndarray
-        One estimate per iteration.
+        One estimate per iteration (one only where ``method="auto"`` reads the clusters,
+        which are scored once).
     seed_ : int
         The seed the fit used: ``random_state``, or the one drawn from it.
     alpha_interval_ : AlphaInterval or None
@@ -429,7 +430,9 @@ class PULSNAR(PULSCAR):
     The labeled positives are clustered into subtypes; PULSCAR runs on each cluster's
     positives plus all unlabeled rows, and the cluster alphas add up to ``alpha_``. With
     ``method="auto"`` (default) ``alpha_`` is PULSCAR's on all positives, and the clusters'
-    reading is recorded beside it and spanned by the interval (``method_evidence_``).
+    reading is recorded beside it and spanned by the interval (``method_evidence_``); it is
+    the clusters' where even their tail reading lies above PULSCAR's beyond the noise of
+    both.
 
     Parameters
     ----------

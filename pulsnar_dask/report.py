@@ -220,7 +220,8 @@ CAPTIONS = {
         "where alpha times the positives' density starts to exceed the unlabeled density "
         "(for the tail reader: the tail ratios over thresholds; for the valley reader, the "
         "share of unlabeled rows above each threshold over the labeled positives' share, "
-        "read at the dip, dotted). Dashed: the alpha used."
+        "read at the dip, dotted). Dashed: the alpha read (under method auto, PULSCAR's, "
+        "also where the run reads the clusters' alpha instead)."
     ),
     "bic.png": (
         "How many subtypes: BIC (lower fits better for its size) of Gaussian mixtures of the "

@@ -89,6 +89,27 @@ def test_pulsnar_retrain_is_compared_with_pulscars_classifier(client, data):
     assert auto.metrics["without_pu"] == snar.metrics["without_pu"]
 
 
+def test_auto_reading_the_clusters_matches_the_in_memory_estimator(client, data):
+    """Oracle where auto reads the clusters' alpha (their tail reading past PULSCAR's): the
+    same alpha, clusters, subtype groups and calibrated probabilities on the workers'
+    partitions as in process."""
+    puf = read_pu_parquet(str(data[0]), true_label_col="true_label")
+    result = run_job(client, puf, seed=0, calibrate_probabilities=True, engine="task")
+    _, d = data
+    X = pd.DataFrame(d.X, columns=puf.features)
+    est = PULSNAR(random_state=0, n_jobs=1, calibration="isotonic").fit(X, d.label)
+    assert result.method == est.method_ == "pulsnar"
+    assert result.method_evidence == est.method_evidence_
+    assert result.method_evidence["read"] == "pulsnar"
+    assert result.alpha == pytest.approx(est.alpha_, abs=1e-12)
+    assert result.alpha == pytest.approx(result.alpha_interval.readings["pulsnar kernel"][0])
+    assert result.n_clusters == est.n_clusters_ == result.method_evidence["n_clusters"]
+    np.testing.assert_allclose(result.cluster_alphas, est.cluster_alphas_, atol=1e-12)
+    groups = result.summary()["cluster_groups"]
+    assert sorted(c for g in groups for c in g) == list(range(1, result.n_clusters + 1))
+    np.testing.assert_allclose(result.calibrated, est.calibrated_proba_, atol=1e-9)
+
+
 @pytest.mark.parametrize("max_reading_rows", [None, 1000])
 def test_auto_method_matches_the_in_memory_estimator(client, data, max_reading_rows, monkeypatch):
     """Oracle: the in-memory estimator; with the clusters' reading on a sample of the

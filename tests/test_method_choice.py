@@ -30,8 +30,10 @@ def test_auto_records_both_readings_and_reads_pulscars_within_the_noise(caplog):
     assert evidence["clusters_past_pulscar"] == 1.8 and evidence["read"] == "pulscar"
     assert evidence["reason"] == "alpha is PULSCAR's; the 4 clusters ..."
     assert [r.levelname for r in caplog.records] == ["INFO"]
-    assert "PULSCAR reads 0.200 and the 4 clusters 0.312 (their tail 0.290, 1.8" in caplog.text
-    assert caplog.text.rstrip().endswith("alpha is PULSCAR's")
+    assert (
+        "method auto: alpha is PULSCAR's; the 4 clusters ... (PULSCAR reads 0.200 and the 4 "
+        "clusters 0.312; their tail 0.290, 1.80 spreads past PULSCAR's)"
+    ) in caplog.text
 
 
 def test_auto_reads_the_clusters_where_their_tail_lies_past_pulscar_beyond_the_noise(caplog):
@@ -43,10 +45,10 @@ def test_auto_reads_the_clusters_where_their_tail_lies_past_pulscar_beyond_the_n
     assert evidence["clusters_past_pulscar"] == 2.1 and evidence["read"] == "pulsnar"
     assert evidence["reason"] == (
         "alpha is PULSNAR's: the 4 clusters are read; even the clusters' tail reading, "
-        "0.305, lies 2.1 of the readings' spreads above PULSCAR's 0.200, so the subtypes "
+        "0.305, lies 2.10 of the readings' spreads above PULSCAR's 0.200, so the subtypes "
         "are labeled at different rates"
     )
-    assert caplog.text.rstrip().endswith("alpha is the clusters'")
+    assert "method auto: alpha is PULSNAR's: the 4 clusters are read; even" in caplog.text
     # the clusters' kernel reading far above PULSCAR's is not enough: their tail decides
     evidence = {"n_clusters": 4, "reason": ""}
     record_readings(_readings(0.25, 0.04), evidence, "kernel")
@@ -54,6 +56,11 @@ def test_auto_reads_the_clusters_where_their_tail_lies_past_pulscar_beyond_the_n
     # nor is a tail past PULSCAR's by more than its noise allows: the spreads widen it
     record_readings(_readings(0.305, 0.2), evidence, "kernel")
     assert evidence["read"] == "pulscar"
+    # nor a tail past the line where the clusters' own reading is not above PULSCAR's
+    below = _readings(0.305, 0.04)
+    below.readings["pulsnar kernel"] = (0.19, 0.01)
+    record_readings(below, evidence, "kernel")
+    assert evidence["clusters_past_pulscar"] == 2.1 and evidence["read"] == "pulscar"
 
 
 def test_the_headline_names_pulscars_reading_beside_the_clusters():

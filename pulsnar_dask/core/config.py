@@ -290,8 +290,8 @@ class PUConfig:
         "share, and the same share of each cluster's labeled positives (about 1,000 at least); "
         "PULSCAR's scoring, and every row's probability, still covers every row; none: "
         "every row. Binds only on large tables, where each cluster would otherwise score "
-        "and train on every row again; a smaller sample reads the clusters, and so widens "
-        "the interval, more noisily.",
+        "and train on every row again; a smaller sample reads the clusters more noisily, "
+        "which widens the interval and, where auto reads their alpha, moves it.",
         type="int or None",
         flag="--max-reading-rows",
         parse=_optional(int),

@@ -17,6 +17,7 @@ from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.model import Component, subproblem_components
 from pulsnar_dask.core.subproblem import (
     check_counts,
+    group_subproblems,
     subproblem_claims,
     subproblems_alpha,
     subproblems_calibration,
@@ -67,12 +68,7 @@ def read_alphas(job: Job, reading: Reading) -> Alphas:
     alphas = [a for a, _ in readings]
     cluster_groups = None
     if reading.method == "pulsnar" and reading.n_clusters > 1:
-        subtypes = readings[0][1]
-        cluster_groups = [(np.flatnonzero(subtypes == g) + 1).tolist() for g in np.unique(subtypes)]
-        if len(cluster_groups) < reading.n_clusters:
-            logger.info(
-                "clusters that claim the same unlabeled rows count once: %s", cluster_groups
-            )
+        cluster_groups = _cluster_groups(readings[0][1])
     cluster_alphas = [
         float(np.mean([it[c].alpha for it in reading.per_iteration]))
         for c in range(len(reading.first))
@@ -80,19 +76,31 @@ def read_alphas(job: Job, reading: Reading) -> Alphas:
     return Alphas(alphas, float(np.mean(alphas)), cluster_alphas, cluster_groups, cluster_alphas)
 
 
+def _cluster_groups(subtypes: np.ndarray) -> list[list[int]]:
+    """The clusters (numbered from 1) of each subtype group, logged where some share one."""
+    groups = [(np.flatnonzero(subtypes == g) + 1).tolist() for g in np.unique(subtypes)]
+    if len(groups) < subtypes.size:
+        logger.info("clusters that claim the same unlabeled rows count once: %s", groups)
+    return groups
+
+
 def clusters_read(
-    reading: Reading, alphas: Alphas, interval: AlphaInterval | None, reader: str
+    job: Job, reading: Reading, alphas: Alphas, interval: AlphaInterval | None
 ) -> Alphas:
     """Alpha as auto reads it: ``alphas`` (PULSCAR's), or where
     :func:`~pulsnar_dask.pipeline.method_choice.record_readings` chose the clusters'
-    reading (``evidence["read"]``), that reading (the interval's, from the clusters' one
-    scoring) with each cluster's alpha; PULSCAR's scoring, whose probabilities the outputs
-    come from, is then calibrated and its claim taken at that alpha (``reader``: the
-    configured alpha reader)."""
+    reading (``evidence["read"]``), that reading (the interval's, by the configured
+    reader, from the clusters' one scoring) with each cluster's alpha and the clusters
+    that count as one subtype; PULSCAR's scoring, whose probabilities the outputs come
+    from, is then calibrated and its claim taken at that alpha."""
     if interval is None or (reading.evidence or {}).get("read") != "pulsnar":
         return alphas
-    alpha = float(interval.readings[f"pulsnar {reader}"][0])
-    return Alphas([alpha], alpha, [r.alpha for r in reading.alternative], None, [alpha])
+    alpha = float(interval.readings[f"pulsnar {job.config.alpha_estimator}"][0])
+    subtypes = group_subproblems(
+        reading.alternative, job.config.claim_overlap, job.executor.map_reduce
+    )
+    cluster_alphas = [r.alpha for r in reading.alternative]
+    return Alphas([alpha], alpha, cluster_alphas, _cluster_groups(subtypes), [alpha])
 
 
 def interval_of(

@@ -83,7 +83,7 @@ def choose_reading(
             "can go unseen there, and PULSCAR then reads alpha low"
         )
         logger.warning("method auto: %s", evidence["reason"])
-    else:
+    elif not reading.alternative:  # else record_readings says whose alpha is read
         logger.info("method auto: %s", evidence["reason"])
     if pulscar:
         reading.per_iteration = [[r] for r in pulscar]
@@ -95,7 +95,8 @@ def record_readings(interval: AlphaInterval, evidence: dict[str, Any], reader: s
     alpha auto reads: PULSCAR's (``"pulscar"``: the positives labeled at random), or the
     clusters' (``"pulsnar"``: each subtype labeled at its own rate) where even their tail
     reading lies more than :data:`CLUSTERS_PAST_PULSCAR` of its and PULSCAR's combined
-    bootstrap spreads above PULSCAR's alpha. Where subtypes overlap one another or the
+    bootstrap spreads above PULSCAR's alpha (and their own reading above it too). Where
+    subtypes overlap one another or the
     negatives, the clusters' kernel reading over-counts and their tail reading far less,
     so a kernel reading above PULSCAR's alone leaves PULSCAR's alpha.
 
@@ -118,7 +119,7 @@ def record_readings(interval: AlphaInterval, evidence: dict[str, Any], reader: s
     (a, sd_a), (b, _) = (interval.readings[f"{m} {reader}"] for m in ("pulscar", "pulsnar"))
     tail, sd_tail = interval.readings["pulsnar tail"]
     past = (tail - a) / max(math.hypot(sd_a, sd_tail), 1e-12)
-    read = "pulsnar" if past > CLUSTERS_PAST_PULSCAR else "pulscar"
+    read = "pulsnar" if past > CLUSTERS_PAST_PULSCAR and b > a else "pulscar"
     k = evidence["n_clusters"]
     evidence["readings"] = {"pulscar": round(a, 4), "pulsnar": round(b, 4)}
     evidence["clusters_past_pulscar"] = round(past, 2)
@@ -126,12 +127,12 @@ def record_readings(interval: AlphaInterval, evidence: dict[str, Any], reader: s
     if read == "pulsnar":
         evidence["reason"] = (
             evidence["reason"].replace("alpha is PULSCAR's;", "alpha is PULSNAR's:", 1)
-            + f"; even the clusters' tail reading, {tail:.3f}, lies {past:.1f} of the "
+            + f"; even the clusters' tail reading, {tail:.3f}, lies {past:.2f} of the "
             f"readings' spreads above PULSCAR's {a:.3f}, so the subtypes are labeled at "
             "different rates"
         )
     logger.info(
-        "method auto: PULSCAR reads %.3f and the %d clusters %.3f (their tail %.3f, %.1f "
-        "spreads past PULSCAR's); alpha is %s",
-        a, k, b, tail, past, "the clusters'" if read == "pulsnar" else "PULSCAR's",
+        "method auto: %s (PULSCAR reads %.3f and the %d clusters %.3f; their tail %.3f, %.2f "
+        "spreads past PULSCAR's)",
+        evidence["reason"], a, k, b, tail, past,
     )  # fmt: skip

@@ -196,7 +196,8 @@ class JobResult:
         PULSNAR: what sets each cluster of positives apart
         (:func:`~pulsnar_dask.core.subtypes.profiles_of`); ``None`` for PULSCAR.
     cluster_groups : list of list of int or None
-        PULSNAR with more than one cluster: the clusters (numbered from 1) that count as
+        PULSNAR (and auto where it reads the clusters) with more than one cluster: the
+        clusters (numbered from 1) that count as
         one subtype because their claimed unlabeled rows overlap by more than
         ``claim_overlap`` (:func:`~pulsnar_dask.core.claims.subtype_groups`), first
         iteration.

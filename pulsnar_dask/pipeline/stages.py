@@ -63,8 +63,9 @@ def run_pipeline(
     executor : Executor
     method : {"auto", "pulscar", "pulsnar"}
         ``auto`` reads PULSCAR's alpha, with the positives' clusters scored beside it as
-        PULSNAR scores them for the interval to span
-        (:func:`~pulsnar_dask.pipeline.method_choice.choose_reading`).
+        PULSNAR scores them for the interval to span, and their alpha where even their
+        tail reading lies past PULSCAR's beyond the noise
+        (:mod:`~pulsnar_dask.pipeline.method_choice`).
     config : PUConfig or None
         Settings; ``None``: the defaults.
     seed : int
@@ -116,7 +117,7 @@ def run_pipeline(
     checks = diagnose(reading)
     alphas = read_alphas(job, reading)
     interval = interval_of(job, reading, alphas.alphas, checks.negative_auc)
-    alphas = clusters_read(reading, alphas, interval, job.config.alpha_estimator)
+    alphas = clusters_read(job, reading, alphas, interval)
     out = outputs_of(job, reading, alphas.subproblem_alphas, calibrate_probabilities, classify)
     return _result(
         job, reading, method, calibrate_probabilities, classify, settings, checks, alphas,
