@@ -161,6 +161,31 @@ def test_recovered_labels_flip_each_subproblems_share_by_its_own_ranking():
     assert y.tolist() == [1, 0, 0, 0, 0, 1]  # the input is left as it was
 
 
+def test_calibration_at_given_alphas_is_that_of_the_subproblems_read_so():
+    """``alphas`` calibrates a subproblem as though its alpha had been read so (what
+    auto does where it reads the clusters' alpha off PULSCAR's scoring, and every method
+    with iterations: their mean)."""
+    rng = np.random.default_rng(0)
+    y = (rng.random(400) < 0.3).astype(np.int8)
+    p = np.clip(0.25 + 0.5 * y + rng.normal(0, 0.2, y.size), 0.001, 0.999)
+    ids, config = np.arange(y.size), PUConfig()
+    sub = estimate_subproblem(ids, y, p, config, 0)
+    other = round(sub.alpha + 0.15, 4)
+    read_so = replace(sub, estimate=replace(sub.estimate, alpha=other))
+
+    def calibrated(subs, alphas=None):
+        calibration = subproblems_calibration(subs, config, in_memory, alphas)
+        (out,) = in_memory(
+            piece_outputs, identity, [s.pieces for s in subs], [(calibration, None, 0)]
+        )
+        return out.on(ids).calibrated
+
+    np.testing.assert_array_equal(calibrated([sub], [other]), calibrated([read_so]))
+    np.testing.assert_array_equal(calibrated([sub], [sub.alpha]), calibrated([sub]))
+    unlabeled = y == 0
+    assert calibrated([sub], [other])[unlabeled].mean() > calibrated([sub])[unlabeled].mean()
+
+
 def test_expected_calibration_error_known_value():
     y = np.array([0, 0, 1, 1])
     p = np.array([0.05, 0.15, 0.85, 0.95])

@@ -96,9 +96,9 @@ def record_readings(interval: AlphaInterval, evidence: dict[str, Any], reader: s
     clusters' (``"pulsnar"``: each subtype labeled at its own rate) where even their tail
     reading lies more than :data:`CLUSTERS_PAST_PULSCAR` of its and PULSCAR's combined
     bootstrap spreads above PULSCAR's alpha (and their own reading above it too). Where
-    subtypes overlap one another or the
-    negatives, the clusters' kernel reading over-counts and their tail reading far less,
-    so a kernel reading above PULSCAR's alone leaves PULSCAR's alpha.
+    subtypes overlap one another or the negatives, the clusters' kernel reading
+    over-counts and their tail reading far less, so a kernel reading above PULSCAR's
+    alone leaves PULSCAR's alpha.
 
     The interval spans both either way; where that leaves it too wide to act on, the run
     warns so and names them (:func:`~pulsnar_dask.pipeline.finish.interval_of`).

@@ -197,10 +197,9 @@ class JobResult:
         (:func:`~pulsnar_dask.core.subtypes.profiles_of`); ``None`` for PULSCAR.
     cluster_groups : list of list of int or None
         PULSNAR (and auto where it reads the clusters) with more than one cluster: the
-        clusters (numbered from 1) that count as
-        one subtype because their claimed unlabeled rows overlap by more than
-        ``claim_overlap`` (:func:`~pulsnar_dask.core.claims.subtype_groups`), first
-        iteration.
+        clusters (numbered from 1) that count as one subtype because their claimed
+        unlabeled rows overlap by more than ``claim_overlap``
+        (:func:`~pulsnar_dask.core.claims.subtype_groups`), first iteration.
     alpha_interval : AlphaInterval or None
         The default 95% interval of alpha and the readings it spans
         (:mod:`pulsnar_dask.core.interval`); ``None`` with ``interval_resamples=0``.
