@@ -124,6 +124,7 @@ from pulsnar_dask.core.interval import INTERVAL_READERS, Z_95
 from pulsnar_dask.core.map_reduce import identity, in_memory
 from pulsnar_dask.core.subproblem import piece_overlaps, subproblem_claims
 from pulsnar_dask.estimators import CLUSTER_SETTINGS
+from pulsnar_dask.pipeline.method_choice import reads_the_clusters
 from pulsnar_dask.pipeline.result import OVERLAP_AUC, WIDE_INTERVAL
 
 # family -> its group (the acceptance figures are per group) and the fractions it is built at
@@ -1435,23 +1436,13 @@ PAST_LINES = (np.inf, 8.0, 5.0, 4.0, 3.0, 2.5, 2.0, 1.5, 1.0)
 AS_AUTO_RUNS = IntervalRule(OVERLAP_AUC, 0.0, 0.0, np.inf)
 
 
-def clusters_past(run: dict) -> float:
-    """How far the clusters' tail reading lies above PULSCAR's kernel reading, in their
-    combined bootstrap spreads (-inf for a run of one cluster)."""
-    readings = run["readings"]
-    if "pulsnar tail" not in readings:
-        return -np.inf
-    (tail, sd_tail), (a, sd_a) = readings["pulsnar tail"], _kernel(run, "pulscar")
-    return (tail - a) / max(float(np.hypot(sd_a, sd_tail)), 1e-12)
-
-
 def read_past(run: dict, line: float) -> dict:
-    """One recorded fit of auto before it read the clusters' alpha, read as though it did
-    where :func:`clusters_past` is beyond ``line``; the interval and warnings as the
-    package gives them (:data:`AS_AUTO_RUNS`)."""
+    """One recorded fit of auto before it read the clusters' alpha (by the kernel reader),
+    read as though it did where the package's rule (:func:`reads_the_clusters`) says so at
+    ``line``; the interval and warnings as the package gives them (:data:`AS_AUTO_RUNS`)."""
     low, high, warned = _interval_by(run, AS_AUTO_RUNS)
-    # past the line, with the clusters' own reading above PULSCAR's too
-    if clusters_past(run) > line and _kernel(run, "pulsnar")[0] > run["alpha"]:
+    several = "pulsnar tail" in run["readings"]  # one cluster: PULSCAR's reading alone
+    if several and reads_the_clusters(run["readings"], "kernel", line):
         return _judged("pulsnar", _kernel(run, "pulsnar")[0], low, high, run["true"], warned)
     return _judged(run["method"], run["alpha"], low, high, run["true"], warned)
 

@@ -63,25 +63,28 @@ def test_auto_reads_the_clusters_where_their_tail_lies_past_pulscar_beyond_the_n
     assert evidence["clusters_past_pulscar"] == 2.1 and evidence["read"] == "pulscar"
 
 
-def test_the_headline_names_pulscars_reading_beside_the_clusters():
+def _auto_summary(read: str) -> dict:
+    """A summary of auto beside 3 clusters (PULSCAR 0.21, the clusters 0.3), reading
+    ``read``'s alpha."""
     evidence = {"n_clusters": 3, "readings": {"pulscar": 0.21, "pulsnar": 0.3}, "reason": "",
-                "subtypes_may_be_unseen": False, "read": "pulsnar"}  # fmt: skip
-    summary = {"alpha": 0.3, "hidden_positives": 300, "n_unlabeled": 1000, "method": "pulsnar",
-               "n_clusters": 3, "alpha_identified": True, "alpha_interval": [0.19, 0.32],
-               "method_evidence": evidence}  # fmt: skip
-    assert headline(summary) == (
+                "subtypes_may_be_unseen": False, "read": read}  # fmt: skip
+    alpha = evidence["readings"][read]
+    return {"alpha": alpha, "hidden_positives": round(alpha * 1000), "n_unlabeled": 1000,
+            "method": read, "n_clusters": 3 if read == "pulsnar" else 1,
+            "alpha_identified": True, "alpha_interval": [0.19, 0.32],
+            "method_evidence": evidence}  # fmt: skip
+
+
+def test_the_headline_names_pulscars_reading_beside_the_clusters():
+    assert headline(_auto_summary("pulsnar")) == (
         "alpha 0.300: about 300 hidden positives among 1,000 unlabeled rows (PULSNAR, 3 "
         "clusters; PULSCAR reads 0.210); 95% interval 190-320 (alpha 0.190-0.320)"
     )
 
 
 def test_the_headline_names_the_clusters_reading_beside_pulscars():
-    evidence = {"n_clusters": 3, "readings": {"pulscar": 0.21, "pulsnar": 0.3}, "reason": "",
-                "subtypes_may_be_unseen": False}  # fmt: skip
-    summary = {"alpha": 0.21, "hidden_positives": 210, "n_unlabeled": 1000, "method": "pulscar",
-               "n_clusters": 1, "alpha_identified": True, "alpha_interval": [0.19, 0.32],
-               "method_evidence": evidence}  # fmt: skip
-    # the interval spans both, and no rule weighs them: nothing more is said
+    summary = _auto_summary("pulscar")
+    # PULSCAR's alpha read, the clusters' reading beside it: the interval spans both
     assert headline(summary) == (
         "alpha 0.210: about 210 hidden positives among 1,000 unlabeled rows (PULSCAR; 3 "
         "clusters read 0.300 beside it); 95% interval 190-320 (alpha 0.190-0.320)"

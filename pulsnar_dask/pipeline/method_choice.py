@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pulsnar_dask.core.interval import AlphaInterval
@@ -90,6 +91,23 @@ def choose_reading(
     reading.method, reading.n_clusters, reading.evidence = "pulscar", 1, evidence
 
 
+def clusters_past_pulscar(readings: Mapping[str, Sequence[float]], reader: str) -> float:
+    """How far the clusters' tail reading lies above PULSCAR's by ``reader``, in their
+    combined bootstrap spreads, from ``"<assumption> <reader>"`` -> ``(alpha, sd)``
+    (:attr:`~pulsnar_dask.core.interval.AlphaInterval.readings`)."""
+    (a, sd_a), (tail, sd_tail) = readings[f"pulscar {reader}"], readings["pulsnar tail"]
+    return (tail - a) / max(math.hypot(sd_a, sd_tail), 1e-12)
+
+
+def reads_the_clusters(
+    readings: Mapping[str, Sequence[float]], reader: str, line: float = CLUSTERS_PAST_PULSCAR
+) -> bool:
+    """Whether auto reads the clusters' alpha: :func:`clusters_past_pulscar` beyond
+    ``line``, and the clusters' reading by ``reader`` above PULSCAR's."""
+    above = readings[f"pulsnar {reader}"][0] > readings[f"pulscar {reader}"][0]
+    return clusters_past_pulscar(readings, reader) > line and above
+
+
 def record_readings(interval: AlphaInterval, evidence: dict[str, Any], reader: str) -> None:
     """Record auto's two readings by ``reader`` in ``evidence["readings"]`` and say which
     alpha auto reads: PULSCAR's (``"pulscar"``: the positives labeled at random), or the
@@ -116,10 +134,10 @@ def record_readings(interval: AlphaInterval, evidence: dict[str, Any], reader: s
     reader : str
         The configured alpha reader.
     """
-    (a, sd_a), (b, _) = (interval.readings[f"{m} {reader}"] for m in ("pulscar", "pulsnar"))
-    tail, sd_tail = interval.readings["pulsnar tail"]
-    past = (tail - a) / max(math.hypot(sd_a, sd_tail), 1e-12)
-    read = "pulsnar" if past > CLUSTERS_PAST_PULSCAR and b > a else "pulscar"
+    readings = interval.readings
+    a, b = (readings[f"{m} {reader}"][0] for m in ("pulscar", "pulsnar"))
+    tail, past = readings["pulsnar tail"][0], clusters_past_pulscar(readings, reader)
+    read = "pulsnar" if reads_the_clusters(readings, reader) else "pulscar"
     k = evidence["n_clusters"]
     evidence["readings"] = {"pulscar": round(a, 4), "pulsnar": round(b, 4)}
     evidence["clusters_past_pulscar"] = round(past, 2)
