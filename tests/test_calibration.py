@@ -186,6 +186,31 @@ def test_calibration_at_given_alphas_is_that_of_the_subproblems_read_so():
     assert calibrated([sub], [other])[unlabeled].mean() > calibrated([sub])[unlabeled].mean()
 
 
+def test_with_iterations_the_rows_are_calibrated_at_the_mean_alpha():
+    """The rows' probabilities are the first iteration's; with iterations they are
+    calibrated at alpha, the iterations' mean, not at the first iteration's own alpha."""
+    from pulsnar_dask import PULSCAR, make_pu_data
+
+    d = make_pu_data("scar", 600, 3000, 8, 0.3, random_state=0)
+    three = PULSCAR(random_state=0, n_jobs=2, n_iterations=3, calibration="isotonic")
+    three.fit(d.X, d.label)
+    one = PULSCAR(random_state=0, n_jobs=2, calibration="isotonic").fit(d.X, d.label)
+    np.testing.assert_array_equal(three.oof_proba_, one.oof_proba_)
+    assert three.alphas_[0] == one.alpha_ and three.alpha_ == pytest.approx(three.alphas_.mean())
+    assert abs(three.alpha_ - one.alpha_) > 0.01  # the two calibrations differ
+    ids, config = np.arange(d.label.size), PUConfig()
+    first = estimate_subproblem(ids, d.label, one.oof_proba_, config, 0)
+    assert first.alpha == one.alpha_
+
+    def calibrated(alpha):
+        calibration = subproblems_calibration([first], config, in_memory, [alpha])
+        (out,) = in_memory(piece_outputs, identity, [first.pieces], [(calibration, None, 0)])
+        return out.on(ids).calibrated
+
+    np.testing.assert_array_equal(three.calibrated_proba_, calibrated(three.alpha_))
+    np.testing.assert_array_equal(one.calibrated_proba_, calibrated(one.alpha_))
+
+
 def test_expected_calibration_error_known_value():
     y = np.array([0, 0, 1, 1])
     p = np.array([0.05, 0.15, 0.85, 0.95])

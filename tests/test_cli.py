@@ -1287,6 +1287,15 @@ def test_a_run_that_reads_the_clusters_says_why_and_spans_pulscars(tmp_path, cap
     assert f"read as PULSNAR reads them, give {pulsnar:.3f}, the estimate)." in report
     assert "(PULSCAR reads alpha" in report
     assert report.count("<figure>") == report.count("<figcaption>") >= 3
+    # the clusters it reads, as a PULSNAR run lists them: every labeled positive in one
+    subtypes = summary["subtypes"]
+    assert len(subtypes) == summary["n_clusters"]
+    assert sum(s["positives"] for s in subtypes) == summary["n_positive"] == 600
+    assert [s["alpha"] for s in subtypes] == summary["cluster_alphas"]
+    assert all(s["hidden_positives"] == round(s["alpha"] * 3000) for s in subtypes)
+    assert "<h2>Subtypes of the positives</h2>" in report
+    table = report.split("<table id='subtypes'>")[1].split("</table>")[0]
+    assert table.count("<tr><td>") == len(subtypes)
 
 
 def test_method_auto_is_the_default_and_reports_its_choice(data, tmp_path, capsys):

@@ -132,6 +132,26 @@ def test_auto_reads_the_clusters_where_subtypes_are_labeled_apart():
     assert set(plain.alpha_interval_.readings) == {"pulsnar kernel", "pulsnar tail"}
 
 
+def test_auto_reading_the_clusters_reads_their_one_scoring_whatever_the_iterations():
+    """The clusters are scored once beside PULSCAR, and the gate reads PULSCAR's first
+    iteration: with iterations, auto reading the clusters gives the run of one iteration,
+    its alpha, cluster alphas and calibrated rows. Its interval also spans the t-interval
+    of PULSCAR's repeats' mean, which here lies inside it: the same interval."""
+    snar = make_pu_data("snar", 600, 3000, 8, 0.3, class_sep=2.0, n_subtypes=3, random_state=0)
+    one = PULSNAR(random_state=0, n_jobs=2, calibration="isotonic").fit(snar.X, snar.label)
+    two = PULSNAR(random_state=0, n_jobs=2, calibration="isotonic", n_iterations=2)
+    two.fit(snar.X, snar.label)
+    assert one.method_evidence_["read"] == two.method_evidence_["read"] == "pulsnar"
+    assert two.method_evidence_ == one.method_evidence_
+    assert two.alphas_.tolist() == [two.alpha_] == [one.alpha_]
+    np.testing.assert_array_equal(two.cluster_alphas_, one.cluster_alphas_)
+    assert (two.alpha_interval_.low, two.alpha_interval_.high) == (
+        one.alpha_interval_.low,
+        one.alpha_interval_.high,
+    )
+    np.testing.assert_array_equal(two.calibrated_proba_, one.calibrated_proba_)
+
+
 def test_without_an_interval_auto_scores_no_cluster_and_says_so(caplog):
     """With no interval to span them, auto's clusters are found but not scored: PULSCAR's
     alpha (which the clusters' reading, past it here, replaces with an interval), no

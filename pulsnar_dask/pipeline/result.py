@@ -193,8 +193,9 @@ class JobResult:
     clustering : Clustering or None
         PULSNAR and auto: the BIC curve, each positive's cluster and the features used.
     profiles : list or None
-        PULSNAR: what sets each cluster of positives apart
-        (:func:`~pulsnar_dask.core.subtypes.profiles_of`); ``None`` for PULSCAR.
+        PULSNAR, and auto where it reads the clusters: what sets each cluster of
+        positives apart (:func:`~pulsnar_dask.core.subtypes.profiles_of`); ``None``
+        where the run reads PULSCAR.
     cluster_groups : list of list of int or None
         PULSNAR (and auto where it reads the clusters) with more than one cluster: the
         clusters (numbered from 1) that count as one subtype because their claimed
@@ -295,21 +296,21 @@ class JobResult:
         return None if self.alpha_interval is None else too_wide(self.alpha_interval)
 
     def subtypes(self) -> list[dict[str, Any]]:
-        """Per cluster of positives (PULSNAR): labeled positives, alpha, the hidden
-        positives it means (``alpha x`` unlabeled rows) and the features that set it apart."""
-        if self.profiles is None:
+        """Per cluster of positives (PULSNAR, and auto where it reads the clusters):
+        its labeled positives, alpha, the hidden positives it means (``alpha x``
+        unlabeled rows) and the features that set it apart."""
+        if self.profiles is None or self.clustering is None:
             return []
         n_unlabeled = self.table.n_unlabeled
+        positives = np.bincount(self.clustering.labels, minlength=self.n_clusters)
         return [
             {
-                "positives": r.n_positive,
+                "positives": int(n),
                 "alpha": alpha,
                 "hidden_positives": round(alpha * n_unlabeled),
                 "distinguishing": profile,
             }
-            for r, alpha, profile in zip(
-                self.subproblems, self.cluster_alphas, self.profiles, strict=True
-            )
+            for n, alpha, profile in zip(positives, self.cluster_alphas, self.profiles, strict=True)
         ]
 
     def summary(self) -> dict[str, Any]:

@@ -175,7 +175,7 @@ def _result(
         mixture_components=reading.mixture_components,
         method_evidence=reading.evidence,
         clustering=clustering,
-        profiles=clustering.profiles if reading.method == "pulsnar" else None,
+        profiles=clustering.profiles if read == "pulsnar" else None,
         cluster_groups=alphas.cluster_groups,
         alpha_interval=interval,
         settings=run_settings,
