@@ -74,9 +74,19 @@ def _panels(n: int, title: str) -> tuple[Figure, list[Axes]]:
     return fig, flat[:n]
 
 
+def _clusters_alpha(result: JobResult) -> float | None:
+    """The clusters' alpha where auto reads it off PULSCAR's scoring (whose subproblem
+    the plots show, at PULSCAR's own alpha); else None."""
+    if (result.method_evidence or {}).get("read") == "pulsnar":
+        return result.alpha
+    return None
+
+
 def densities_plot(result: JobResult) -> bytes:
-    """Unlabeled density with alpha times the positive density under it, per subproblem."""
+    """Unlabeled density with alpha times the positive density under it, per subproblem;
+    where auto reads the clusters' alpha, that alpha times the density too (dashed)."""
     fig, axes = _panels(len(result.estimates), "Densities of out-of-fold probabilities")
+    clusters = _clusters_alpha(result)
     for i, (ax, est) in enumerate(zip(axes, result.estimates, strict=False)):
         ax.plot(est.grid, est.density_unlabeled, label="unlabeled $f_u$", color="tab:blue")
         ax.fill_between(
@@ -86,6 +96,15 @@ def densities_plot(result: JobResult) -> bytes:
             alpha=0.5,
             label=rf"$\alpha f_p$, $\alpha$={est.alpha:.4f}",
         )
+        if clusters is not None:
+            ax.plot(
+                est.grid,
+                clusters * est.density_positive,
+                color="tab:red",
+                ls="--",
+                lw=0.8,
+                label=rf"clusters' $\alpha$={clusters:.4f}",
+            )
         ax.axvline(0.5, color="grey", lw=0.6, ls=":")
         ax.set_yscale("log")
         ax.set_ylim(max(1e-5, float(est.density_unlabeled.min()) / 2), 1.0)
@@ -99,35 +118,41 @@ def densities_plot(result: JobResult) -> bytes:
 
 
 def objective_plot(result: JobResult) -> bytes:
-    """What each subproblem's alpha was read from, with the chosen alpha.
+    """What each subproblem's alpha was read from, with the chosen alpha (and the
+    clusters' alpha where auto reads it off PULSCAR's scoring).
 
     The kernel objective ``log10(|err(a)| + eps)`` over candidates, or, for the tail
     estimator, the tail ratios ``P_U(p >= t) / P_P(p >= t)`` over thresholds.
     """
     fig, axes = _panels(len(result.estimates), "How alpha was read off")
+    clusters = _clusters_alpha(result)
+    read = "alpha" if clusters is None else "PULSCAR's alpha"
     for ax, est, sub in zip(axes, result.estimates, result.subproblems, strict=False):
         if est.estimator == "valley":
             thresholds, ratios = _tail_curve(sub.counts)
             ax.plot(thresholds, ratios, color="tab:purple", lw=0.8)
             cut = float(est.tail_thresholds[0])
             ax.axvline(max(cut, 1e-6), color="grey", ls=":", label=f"valley cut {cut:.3g}")
-            ax.axhline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
+            ax.axhline(est.alpha, color="tab:red", ls="--", label=f"{read} {est.alpha:.4f}")
             ax.set_xscale("log")
-            top = 3 * est.alpha + 0.05
+            top = 3 * max(est.alpha, clusters or 0.0) + 0.05
             ax.set_ylim(0, top if top < 1 else 1.05 * max(1.0, float(ratios.max(initial=1.0))))
             ax.set_xlabel("threshold t (probability)")
             ax.set_ylabel(r"$P_U(p \geq t) / P_P(p \geq t)$")
         elif est.estimator == "tail":
             ax.plot(est.tail_thresholds, est.tail_ratios, marker="o", color="tab:purple", lw=0.8)
-            ax.axhline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
+            ax.axhline(est.alpha, color="tab:red", ls="--", label=f"{read} {est.alpha:.4f}")
             ax.set_xlabel("threshold t (positives' quantiles)")
             ax.set_ylabel(r"$P_U(p \geq t) / P_P(p \geq t)$")
         else:
             ax.plot(est.candidates, est.objective, color="tab:purple", lw=0.8)
-            ax.axvline(est.alpha, color="tab:red", ls="--", label=f"alpha {est.alpha:.4f}")
-            ax.set_xlim(0, min(1.0, max(0.05, 3 * est.alpha)))
+            ax.axvline(est.alpha, color="tab:red", ls="--", label=f"{read} {est.alpha:.4f}")
+            ax.set_xlim(0, min(1.0, max(0.05, 3 * est.alpha, 1.5 * (clusters or 0))))
             ax.set_xlabel("candidate alpha")
             ax.set_ylabel(r"$\log_{10}(|err(a)| + \epsilon)$")
+        if clusters is not None:
+            marker = ax.axhline if est.estimator in ("valley", "tail") else ax.axvline
+            marker(clusters, color="tab:green", ls="-.", label=f"clusters' alpha {clusters:.4f}")
         ax.legend(fontsize=7)
     return _png(fig)
 
@@ -213,15 +238,16 @@ CAPTIONS = {
         "against every unlabeled row. Blue: density of the unlabeled rows' out-of-fold "
         "probabilities; orange: alpha times the labeled positives' density. Alpha is the "
         "largest share of the positives' density that still fits under the unlabeled one "
-        "(log scale)."
+        "(log scale). Dashed red, where auto reads the clusters' alpha: that alpha times "
+        "the same density."
     ),
     "objective.png": (
         "How each subproblem's alpha was read: the objective over candidate alphas jumps "
         "where alpha times the positives' density starts to exceed the unlabeled density "
         "(for the tail reader: the tail ratios over thresholds; for the valley reader, the "
         "share of unlabeled rows above each threshold over the labeled positives' share, "
-        "read at the dip, dotted). Dashed: the alpha read (under method auto, PULSCAR's, "
-        "also where the run reads the clusters' alpha instead)."
+        "read at the dip, dotted). Dashed: the alpha read (under method auto, PULSCAR's); "
+        "dash-dotted, where auto reads the clusters' alpha instead, that alpha."
     ),
     "bic.png": (
         "How many subtypes: BIC (lower fits better for its size) of Gaussian mixtures of the "

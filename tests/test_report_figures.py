@@ -50,6 +50,7 @@ def fitted() -> dict[str, SimpleNamespace]:
             method=est.method_,
             method_evidence=getattr(est, "method_evidence_", None),
             subproblems=est.subproblems_,
+            alpha=est.alpha_,
         )
     return out
 
@@ -66,6 +67,25 @@ def test_panels_keep_their_labels_inside_the_figure(fitted, name, plot):
     expected = (round((PANEL_HEIGHT * rows + TITLE) * DPI), round(PANEL_WIDTH * cols * DPI))
     assert pixels.shape == expected
     assert not _drawn_to_the_edge(pixels)
+
+
+@pytest.mark.parametrize("name", ["kernel", "tail", "valley"])
+@pytest.mark.parametrize("plot", [densities_plot, objective_plot])
+def test_the_clusters_alpha_is_drawn_where_auto_reads_it(fitted, name, plot):
+    """Where auto reads the clusters' alpha off PULSCAR's scoring, the plots of PULSCAR's
+    subproblem mark that alpha beside PULSCAR's own, inside the figure; where it reads
+    PULSCAR's, they are the plots of a PULSCAR run."""
+    result = fitted[name]
+    plain = _pixels(plot(result))
+    as_pulscar = SimpleNamespace(**{**vars(result), "method_evidence": {"read": "pulscar"}})
+    assert np.array_equal(_pixels(plot(as_pulscar)), plain)
+    evidence = {"read": "pulsnar"}
+    read = SimpleNamespace(
+        **{**vars(result), "alpha": result.alpha + 0.1, "method_evidence": evidence}
+    )
+    marked = _pixels(plot(read))
+    assert marked.shape == plain.shape and not np.array_equal(marked, plain)
+    assert not _drawn_to_the_edge(marked)
 
 
 def test_a_label_past_the_margin_is_seen(fitted):
