@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from pulsnar_dask.core.calibration import calibration_error, curve_of
 from pulsnar_dask.core.interval import Z_95
 from pulsnar_dask.core.score_counts import ScoreCounts
+from pulsnar_dask.pipeline.method_choice import on_a_sample
 from pulsnar_dask.pipeline.result import (
     OVERLAP_AUC,
     WEAK_PU_AUC,
@@ -305,20 +306,6 @@ def _starts_at_0(summary: dict[str, Any]) -> bool:
     return bool(summary.get("alpha_may_be_high")) and summary.get("alpha_interval", [None])[0] == 0
 
 
-def _on_a_sample(summary: dict[str, Any]) -> str:
-    """Where auto's clusters scored a sample of the table (``max_reading_rows``), words
-    that say so; else nothing."""
-    evidence = summary.get("method_evidence") or {}
-    scored = evidence.get("clusters_unlabeled_rows")
-    if not scored:
-        return ""
-    text = f" on a sample of {scored:,} of the {summary['n_unlabeled']:,} unlabeled rows"
-    positives = evidence.get("clusters_positive_rows")
-    if positives:
-        text += f" and {positives:,} of the {summary['n_positive']:,} labeled positives"
-    return text
-
-
 def plain_reading(summary: dict[str, Any]) -> str:
     """One paragraph, in plain words, of what the run found (from the summary alone)."""
     n_u, hidden = summary["n_unlabeled"], summary["hidden_positives"]
@@ -342,6 +329,7 @@ def plain_reading(summary: dict[str, Any]) -> str:
             "unlabeled rows: the data do not pin alpha down; act on the interval, not on the "
             f"point ({why}). "
         )
+    evidence = summary.get("method_evidence") or {}
     subtypes = summary.get("subtypes")
     if subtypes:
         text += (
@@ -354,16 +342,14 @@ def plain_reading(summary: dict[str, Any]) -> str:
             names = ", ".join(map(str, group[:-1])) + f" and {group[-1]}"
             text += f"; subtypes {names} claim the same unlabeled rows, counted once"
         text += ". "
-    else:
-        evidence = summary.get("method_evidence") or {}
         if evidence.get("read") == "pulsnar":  # auto, the clusters' alpha
             text += (
-                f"The estimate reads the {summary['n_positive']:,} labeled positives as "
-                f"{evidence['n_clusters']} clusters, as PULSNAR does: as though each kind was "
-                "labeled at its own rate, since even the clusters' more cautious tail reading "
-                "lies above PULSCAR's beyond the noise of both. "
+                "Auto reads them as PULSNAR does, as though each kind was labeled at its own "
+                "rate, since even the clusters' more cautious tail reading lies above "
+                "PULSCAR's beyond the noise of both. "
             )
-        elif "readings" in evidence:  # auto beside several clusters: one of two assumptions
+    else:
+        if "readings" in evidence:  # auto beside several clusters: one of two assumptions
             text += (
                 f"The estimate reads the {summary['n_positive']:,} labeled positives as one "
                 "group, as PULSCAR does: as though every kind was labeled at the same rate. "
@@ -389,7 +375,7 @@ def plain_reading(summary: dict[str, Any]) -> str:
             f"(PULSCAR reads alpha {readings[f'pulscar {reader}']['alpha']:.3f}"
             f"{estimate.get('pulscar', '')}) or at rates that depend on the subtype (the "
             f"{summary['method_evidence']['n_clusters']} clusters, read as PULSNAR reads them"
-            + _on_a_sample(summary)
+            + on_a_sample(evidence, summary["n_unlabeled"], summary["n_positive"])
             + f", give {readings[f'pulsnar {reader}']['alpha']:.3f}"
             f"{estimate.get('pulsnar', '')}). "
         )

@@ -1294,6 +1294,7 @@ def test_a_run_that_reads_the_clusters_says_why_and_spans_pulscars(tmp_path, cap
     assert [s["alpha"] for s in subtypes] == summary["cluster_alphas"]
     assert all(s["hidden_positives"] == round(s["alpha"] * 3000) for s in subtypes)
     assert "<h2>Subtypes of the positives</h2>" in report
+    assert "the estimate is the sum over them. Auto reads them as PULSNAR does" in report
     table = report.split("<table id='subtypes'>")[1].split("</table>")[0]
     assert table.count("<tr><td>") == len(subtypes)
 

@@ -2,6 +2,7 @@
 where even their tail reading lies above PULSCAR's beyond the noise of both
 (pulsnar_dask.pipeline.method_choice)."""
 
+import html
 import logging
 
 import numpy as np
@@ -277,9 +278,14 @@ def test_the_report_says_what_the_clusters_read():
     # where auto reads the clusters' alpha, theirs is the estimate
     del evidence["clusters_unlabeled_rows"], evidence["clusters_positive_rows"]
     evidence["read"], summary["method"], summary["alpha"] = "pulsnar", "pulsnar", 0.31
-    text = plain_reading(summary)
-    assert "reads the 500 labeled positives as 5 clusters, as PULSNAR does: as though" in text
-    assert "more cautious tail reading lies above PULSCAR" in text
+    summary["subtypes"] = [{"positives": 100, "alpha": 0.062}] * 5
+    text = html.unescape(plain_reading(summary))
+    assert (
+        "The 500 labeled positives fall into 5 subtypes that hide positives at different rates "
+        "(table below); the estimate is the sum over them. Auto reads them as PULSNAR does, "
+        "as though each kind was labeled at its own rate, since even the clusters' more "
+        "cautious tail reading lies above PULSCAR's beyond the noise of both."
+    ) in text
     assert "(PULSCAR reads alpha 0.200) or at rates" in text
     assert "read as PULSNAR reads them, give 0.310, the estimate)" in text
 

@@ -59,16 +59,14 @@ def choose_reading(
     elif pulscar:
         scored = int(reading.first[0].counts.count(0))
         positives = int(sum(r.counts.count(1) for r in reading.first))
-        sample = ""
         if scored < n_unlabeled:
             evidence["clusters_unlabeled_rows"] = scored
-            sample = f" on a sample of {scored:,} of the {n_unlabeled:,} unlabeled rows"
             if positives < n_positive:  # the clusters had more than the floor to sample
                 evidence["clusters_positive_rows"] = positives
-                sample += f" and {positives:,} of the {n_positive:,} labeled positives"
         evidence["reason"] = (
             f"alpha is PULSCAR's; the {n_clusters} clusters of positives are read as "
-            f"PULSNAR reads them{sample}, and the interval spans both readings"
+            f"PULSNAR reads them{on_a_sample(evidence, n_unlabeled, n_positive)}, and the "
+            "interval spans both readings"
         )
         reading.alternative = reading.first
     else:
@@ -89,6 +87,20 @@ def choose_reading(
     if pulscar:
         reading.per_iteration = [[r] for r in pulscar]
     reading.method, reading.n_clusters, reading.evidence = "pulscar", 1, evidence
+
+
+def on_a_sample(evidence: Mapping[str, Any], n_unlabeled: int, n_positive: int) -> str:
+    """Words that say the clusters were read on a sample of the table (the evidence's
+    ``clusters_unlabeled_rows`` and ``clusters_positive_rows``), to follow "read"; ``""``
+    where they scored every row."""
+    scored = evidence.get("clusters_unlabeled_rows")
+    if not scored:
+        return ""
+    text = f" on a sample of {scored:,} of the {n_unlabeled:,} unlabeled rows"
+    positives = evidence.get("clusters_positive_rows")
+    if positives:
+        text += f" and {positives:,} of the {n_positive:,} labeled positives"
+    return text
 
 
 def clusters_past_pulscar(readings: Mapping[str, Sequence[float]], reader: str) -> float:
