@@ -456,7 +456,8 @@ class PULSNAR(PULSCAR):
     seed_ : int
         The seed the fit used (see :class:`PULSCAR`).
     cluster_alphas_ : ndarray of shape (``n_clusters_``,)
-        Per-cluster alphas (mean over iterations).
+        Per-cluster alphas (mean over iterations; with ``method="auto"`` reading the
+        clusters' alpha, their one scoring's).
     n_clusters_ : int
     method_ : str
         ``"pulsnar"``; with ``method="auto"``, whose alpha it reads.
@@ -469,7 +470,8 @@ class PULSNAR(PULSCAR):
     clustering_ : Clustering
         BIC curve, cluster of each positive, features used.
     cluster_estimates_ : list of AlphaEstimate
-        First iteration's densities per cluster (PULSCAR's with ``method="auto"``).
+        First iteration's densities per cluster (with ``method="auto"``, PULSCAR's one,
+        whichever alpha it reads).
     subproblems_ : list of SubproblemResult
         First iteration's subproblems: the clusters', or PULSCAR's with
         ``method="auto"``.

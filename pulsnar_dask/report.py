@@ -85,9 +85,10 @@ def _clusters_alpha(result: JobResult) -> float | None:
 
 def densities_plot(result: JobResult) -> bytes:
     """Unlabeled density with alpha times the positive density under it, per subproblem;
-    where auto reads the clusters' alpha, that alpha times the density too (dashed)."""
+    where auto reads the clusters' alpha, that alpha times the density too."""
     fig, axes = _panels(len(result.estimates), "Densities of out-of-fold probabilities")
     clusters = _clusters_alpha(result)
+    whose = "" if clusters is None else "PULSCAR's "
     for i, (ax, est) in enumerate(zip(axes, result.estimates, strict=False)):
         ax.plot(est.grid, est.density_unlabeled, label="unlabeled $f_u$", color="tab:blue")
         ax.fill_between(
@@ -95,14 +96,14 @@ def densities_plot(result: JobResult) -> bytes:
             est.alpha * est.density_positive,
             color="tab:orange",
             alpha=0.5,
-            label=rf"$\alpha f_p$, $\alpha$={est.alpha:.4f}",
+            label=rf"$\alpha f_p$, {whose}$\alpha$={est.alpha:.4f}",
         )
         if clusters is not None:
             ax.plot(
                 est.grid,
                 clusters * est.density_positive,
-                color="tab:red",
-                ls="--",
+                color="tab:green",
+                ls="-.",
                 lw=0.8,
                 label=rf"clusters' $\alpha$={clusters:.4f}",
             )
@@ -239,7 +240,7 @@ CAPTIONS = {
         "against every unlabeled row. Blue: density of the unlabeled rows' out-of-fold "
         "probabilities; orange: alpha times the labeled positives' density. Alpha is the "
         "largest share of the positives' density that still fits under the unlabeled one "
-        "(log scale). Dashed red, where auto reads the clusters' alpha: that alpha times "
+        "(log scale). Dash-dotted, where auto reads the clusters' alpha: that alpha times "
         "the same density."
     ),
     "objective.png": (

@@ -1291,10 +1291,12 @@ def test_a_run_that_reads_the_clusters_says_why_and_spans_pulscars(tmp_path, cap
     subtypes = summary["subtypes"]
     assert len(subtypes) == summary["n_clusters"]
     assert sum(s["positives"] for s in subtypes) == summary["n_positive"] == 600
-    assert [s["alpha"] for s in subtypes] == summary["cluster_alphas"]
+    if not any(len(g) > 1 for g in summary["cluster_groups"]):  # none counted once
+        assert sum(s["alpha"] for s in subtypes) == pytest.approx(summary["alpha"], abs=5e-4)
     assert all(s["hidden_positives"] == round(s["alpha"] * 3000) for s in subtypes)
     assert "<h2>Subtypes of the positives</h2>" in report
-    assert "the estimate is the sum over them. Auto reads them as PULSNAR does" in report
+    assert "the estimate is the sum over them" in report
+    assert "Auto reads them as PULSNAR does, as though each kind was labeled" in report
     table = report.split("<table id='subtypes'>")[1].split("</table>")[0]
     assert table.count("<tr><td>") == len(subtypes)
 

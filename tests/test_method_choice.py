@@ -290,6 +290,31 @@ def test_the_report_says_what_the_clusters_read():
     assert "read as PULSNAR reads them, give 0.310, the estimate)" in text
 
 
+def test_the_subtypes_count_every_labeled_positive_of_each_cluster():
+    """A cluster's labeled positives are those the clustering put in it, in the whole
+    table, not those its subproblem scored (auto reads the clusters on a sample of the
+    positives past max_reading_rows)."""
+    from types import SimpleNamespace
+
+    from pulsnar_dask.pipeline.result import JobResult
+
+    labels = np.repeat([0, 1, 2], [50, 30, 20])
+    sampled = [SimpleNamespace(n_positive=n) for n in (10, 6, 4)]  # what a sample scored
+    run = SimpleNamespace(
+        profiles=[[{"feature": "x", "difference_sd": 1.0}], [], []],
+        clustering=SimpleNamespace(labels=labels),
+        n_clusters=3,
+        cluster_alphas=[0.1, 0.05, 0.02],
+        subproblems=sampled,
+        table=SimpleNamespace(n_unlabeled=1000),
+    )
+    subtypes = JobResult.subtypes(run)
+    assert [s["positives"] for s in subtypes] == [50, 30, 20]
+    assert [s["hidden_positives"] for s in subtypes] == [100, 50, 20]
+    assert subtypes[0]["distinguishing"] == [{"feature": "x", "difference_sd": 1.0}]
+    assert JobResult.subtypes(SimpleNamespace(**{**vars(run), "profiles": None})) == []
+
+
 def test_pulsnar_refuses_a_method_it_does_not_run_before_any_work():
     d = make_pu_data("scar", 50, 200, 3, 0.2, random_state=0)
     with pytest.raises(ValueError, match="unknown PULSNAR method 'pulscar'; choose one of auto"):

@@ -70,22 +70,44 @@ def test_panels_keep_their_labels_inside_the_figure(fitted, name, plot):
 
 
 @pytest.mark.parametrize("name", ["kernel", "tail", "valley"])
-@pytest.mark.parametrize("plot", [densities_plot, objective_plot])
-def test_the_clusters_alpha_is_drawn_where_auto_reads_it(fitted, name, plot):
+def test_the_clusters_alpha_is_drawn_where_auto_reads_it(fitted, name, monkeypatch):
     """Where auto reads the clusters' alpha off PULSCAR's scoring, the plots of PULSCAR's
-    subproblem mark that alpha beside PULSCAR's own, inside the figure; where it reads
-    PULSCAR's, they are the plots of a PULSCAR run."""
+    subproblem draw that alpha times the positives' density, and mark it where the reader
+    reads alpha (a candidate on the x axis, a ratio on the y axis), inside the figure;
+    where auto reads PULSCAR's, neither."""
+    import pulsnar_dask.report as report
+
     result = fitted[name]
-    plain = _pixels(plot(result))
-    as_pulscar = SimpleNamespace(**{**vars(result), "method_evidence": {"read": "pulscar"}})
-    assert np.array_equal(_pixels(plot(as_pulscar)), plain)
+    est = result.estimates[0]
     evidence = {"read": "pulsnar"}
     read = SimpleNamespace(
-        **{**vars(result), "alpha": result.alpha + 0.1, "method_evidence": evidence}
+        **{
+            **vars(result),
+            "method": "pulsnar",
+            "alpha": est.alpha + 0.1,
+            "method_evidence": evidence,
+        }
     )
-    marked = _pixels(plot(read))
-    assert marked.shape == plain.shape and not np.array_equal(marked, plain)
-    assert not _drawn_to_the_edge(marked)
+    for plot in (densities_plot, objective_plot):
+        assert not _drawn_to_the_edge(_pixels(plot(read)))
+    drawn = []
+    monkeypatch.setattr(report, "_png", lambda fig: drawn.append(fig.axes[0]) or b"")
+    densities_plot(read), objective_plot(read)
+    densities, objective = drawn
+
+    def labelled(ax, start):
+        return [line for line in ax.get_lines() if line.get_label().startswith(start)]
+
+    (curve,) = labelled(densities, "clusters'")
+    np.testing.assert_allclose(curve.get_ydata(), read.alpha * est.density_positive)
+    (marker,) = labelled(objective, f"clusters' alpha {read.alpha:.4f}")
+    along = marker.get_ydata() if name in ("tail", "valley") else marker.get_xdata()
+    assert list(along) == [read.alpha, read.alpha]
+    assert labelled(objective, f"PULSCAR's alpha {est.alpha:.4f}")
+    drawn.clear()
+    as_pulscar = SimpleNamespace(**{**vars(result), "method_evidence": {"read": "pulscar"}})
+    densities_plot(as_pulscar), objective_plot(as_pulscar)
+    assert not any(labelled(ax, "clusters'") or labelled(ax, "PULSCAR's") for ax in drawn)
 
 
 def test_a_label_past_the_margin_is_seen(fitted):

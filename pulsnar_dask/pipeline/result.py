@@ -146,7 +146,8 @@ class JobResult:
     alphas : list of float
         One per iteration (auto reading the clusters' alpha: their one scoring's).
     cluster_alphas : list of float
-        Per cluster, mean over iterations (``[alpha]`` for PULSCAR).
+        Per cluster, mean over iterations (``[alpha]`` for PULSCAR; auto reading the
+        clusters' alpha: their one scoring's).
     n_clusters : int
         Clusters read (1 for PULSCAR).
     table : TableRows
