@@ -335,8 +335,11 @@ def plain_reading(summary: dict[str, Any]) -> str:
     if subtypes:
         text += (
             f"The {summary['n_positive']:,} labeled positives fall into {len(subtypes)} "
-            f"subtype{'s' if len(subtypes) > 1 else ''} that hide positives at different "
-            "rates (table below); the estimate is the sum over them"
+            "subtypes that hide positives at different rates (table below); the estimate is "
+            "the sum over them"
+            if len(subtypes) > 1
+            else f"The {summary['n_positive']:,} labeled positives form one cluster (table "
+            "below), read as one group"
         )
         shared = [g for g in summary.get("cluster_groups") or [] if len(g) > 1]
         for group in shared:

@@ -290,6 +290,20 @@ def test_the_report_says_what_the_clusters_read():
     assert "read as PULSNAR reads them, give 0.310, the estimate)" in text
 
 
+def test_the_report_reads_one_cluster_of_positives_as_one_group():
+    from pulsnar_dask.report import plain_reading
+
+    summary = {"n_unlabeled": 1000, "hidden_positives": 200, "alpha": 0.2, "n_positive": 500,
+               "method": "pulsnar", "settings": {"alpha_estimator": "kernel"},
+               "pu_auc": [0.9], "alpha_identified": True, "alpha_interval": [0.15, 0.25],
+               "subtypes": [{"positives": 500, "alpha": 0.2}]}  # fmt: skip
+    text = plain_reading(summary)
+    assert "The 500 labeled positives form one cluster (table below), read as one group." in text
+    assert "different rates" not in text
+    summary["subtypes"] = summary["subtypes"] * 2
+    assert "fall into 2 subtypes that hide positives at different rates" in plain_reading(summary)
+
+
 def test_the_subtypes_count_every_labeled_positive_of_each_cluster():
     """A cluster's labeled positives are those the clustering put in it, in the whole
     table, not those its subproblem scored (auto reads the clusters on a sample of the
