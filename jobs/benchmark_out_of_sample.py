@@ -1625,7 +1625,8 @@ def defaults(runs_path: Path, held_out_path: Path | None, name: str) -> None:
         "neither group is out of sample for every choice: the held-out panel's figures are "
         "out of sample for the designs made before 2026-12-03, in sample for that choice. "
         "The later rules (the width line, the interval from 0 under overlap, the warning's "
-        "removal) were chosen leave-one-family-out on seeds 0-2 of both panels "
+        "removal, and since d7a79b6 the clusters' alpha read where their tail reading lies "
+        "past PULSCAR's) were chosen leave-one-family-out on seeds 0-2 of both panels "
         "(docs/decisions/).",
         "",
         "Columns: MAE; 95% coverage; mean width; mean width of the unwarned runs; confident "
