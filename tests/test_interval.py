@@ -7,7 +7,12 @@ from pulsnar_dask.core.bootstrap import poisson_weights
 from pulsnar_dask.core.config import PUConfig
 from pulsnar_dask.core.interval import INTERVAL_READERS, Z_95, alpha_interval
 from pulsnar_dask.core.map_reduce import in_memory
-from pulsnar_dask.core.subproblem import alpha_value, estimate_subproblem, read_alpha
+from pulsnar_dask.core.subproblem import (
+    alpha_value,
+    estimate_subproblem,
+    group_subproblems,
+    read_alpha,
+)
 
 
 def beta_mixture(alpha: float, n_pos: int, n_unl: int, seed: int, pos_ids=None):
@@ -129,6 +134,15 @@ def test_assumptions_on_other_unlabeled_rows_are_each_read_as_alone():
             assert both.readings[key] == alone.readings[key]
             assert parted.readings[key] == pytest.approx(alone.readings[key], abs=1e-12)
     assert both.readings["pulsnar kernel"][1] > both.readings["pulscar kernel"][1]  # fewer rows
+    # the subtype groups each assumption was read with, as auto reports the clusters'
+    assert (
+        both.subtypes
+        == parted.subtypes
+        == {
+            "pulscar": [0],
+            "pulsnar": group_subproblems(clusters, config.claim_overlap).tolist(),
+        }
+    )
     assert both.low == pytest.approx(
         max(0.0, min(a - Z_95 * sd for a, sd in both.readings.values()))
     )

@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -69,11 +69,16 @@ class AlphaInterval:
     readings : dict
         ``"<assumption> <reader>"`` (e.g. ``"pulsnar kernel"``) -> ``(alpha, sd)``: the
         reading on the collected probabilities and its bootstrap standard deviation.
+    subtypes : dict
+        ``"<assumption>"`` -> the subtype group of each of its subproblems
+        (:func:`~pulsnar_dask.core.subproblem.group_subproblems`), as every reading took
+        them.
     """
 
     low: float
     high: float
     readings: dict[str, tuple[float, float]]
+    subtypes: dict[str, list[int]] = field(default_factory=dict)
 
 
 # resamples counted in one pass over a partition's rows: at most 25, and at most
@@ -363,23 +368,18 @@ def alpha_interval(
     readers = tuple(dict.fromkeys((config.alpha_estimator, *INTERVAL_READERS)))
     configs = [config.with_(alpha_estimator=r) for r in readers]
     forms = list({reads_rows(c): c for c in configs}.values())
-    # (resample, assumption, reader); which clusters count as one subtype is read once,
-    # from the collected probabilities
+    # which clusters count as one subtype is read once, from the collected probabilities
+    subtypes = [group_subproblems(group, config.claim_overlap, map_reduce) for group in subs]
+    # (resample, assumption, reader)
     read = np.stack(
         [
             _batch_readings(
                 group,
                 [None, *range(n_resamples)],
-                _Plan(
-                    group_subproblems(group, config.claim_overlap, map_reduce),
-                    readers,
-                    forms,
-                    config,
-                    seed,
-                ),
+                _Plan(grouped, readers, forms, config, seed),
                 map_reduce,
             )
-            for group in subs
+            for group, grouped in zip(subs, subtypes, strict=True)
         ],
         axis=1,
     )
@@ -394,4 +394,9 @@ def alpha_interval(
         for g, name in enumerate(names)
         for r, reader in enumerate(readers)
     }
-    return AlphaInterval(float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0)), readings)
+    return AlphaInterval(
+        float(np.clip(low, 0.0, 1.0)),
+        float(np.clip(high, 0.0, 1.0)),
+        readings,
+        {name: grouped.tolist() for name, grouped in zip(names, subtypes, strict=True)},
+    )

@@ -17,7 +17,6 @@ from pulsnar_dask.core.metrics import classification_metrics
 from pulsnar_dask.core.model import Component, subproblem_components
 from pulsnar_dask.core.subproblem import (
     check_counts,
-    group_subproblems,
     subproblem_claims,
     subproblems_alpha,
     subproblems_calibration,
@@ -91,16 +90,15 @@ def clusters_read(
     :func:`~pulsnar_dask.pipeline.method_choice.record_readings` chose the clusters'
     reading (``evidence["read"]``), that reading (the interval's, by the configured
     reader, from the clusters' one scoring) with each cluster's alpha and the clusters
-    that count as one subtype; PULSCAR's scoring, whose probabilities the outputs come
-    from, is then calibrated and its claim taken at that alpha."""
+    that count as one subtype (as the interval grouped them); PULSCAR's scoring, whose
+    probabilities the outputs come from, is then calibrated and its claim taken at that
+    alpha."""
     if interval is None or (reading.evidence or {}).get("read") != "pulsnar":
         return alphas
     alpha = float(interval.readings[f"pulsnar {job.config.alpha_estimator}"][0])
-    subtypes = group_subproblems(
-        reading.alternative, job.config.claim_overlap, job.executor.map_reduce
-    )
+    groups = _cluster_groups(np.asarray(interval.subtypes["pulsnar"]))
     cluster_alphas = [r.alpha for r in reading.alternative]
-    return Alphas([alpha], alpha, cluster_alphas, _cluster_groups(subtypes), [alpha])
+    return Alphas([alpha], alpha, cluster_alphas, groups, [alpha])
 
 
 def interval_of(
