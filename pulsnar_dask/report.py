@@ -29,6 +29,7 @@ from pulsnar_dask.pipeline.result import (
     WEAK_PU_AUC,
     WIDE_INTERVAL,
     JobResult,
+    clusters_alpha_read,
     headline,
 )
 
@@ -78,9 +79,7 @@ def _panels(n: int, title: str) -> tuple[Figure, list[Axes]]:
 def _clusters_alpha(result: JobResult) -> float | None:
     """The clusters' alpha where auto reads it off PULSCAR's scoring (whose subproblem
     the plots show, at PULSCAR's own alpha); else None."""
-    if (result.method_evidence or {}).get("read") == "pulsnar":
-        return result.alpha
-    return None
+    return result.alpha if clusters_alpha_read(result.method_evidence) else None
 
 
 def densities_plot(result: JobResult) -> bytes:
@@ -346,7 +345,7 @@ def plain_reading(summary: dict[str, Any]) -> str:
             names = ", ".join(map(str, group[:-1])) + f" and {group[-1]}"
             text += f"; subtypes {names} claim the same unlabeled rows, counted once"
         text += ". "
-        if evidence.get("read") == "pulsnar":  # auto, the clusters' alpha
+        if clusters_alpha_read(evidence):  # auto, the clusters' alpha
             text += (
                 "Auto reads them as PULSNAR does, as though each kind was labeled at its own "
                 "rate, since even the clusters' more cautious tail reading lies above "

@@ -25,7 +25,13 @@ from pulsnar_dask.errors import PUError
 from pulsnar_dask.pipeline.executor import ScoreRequest
 from pulsnar_dask.pipeline.job import Job, Reading
 from pulsnar_dask.pipeline.method_choice import record_readings
-from pulsnar_dask.pipeline.result import WIDE_INTERVAL, HeldRows, overlaps, too_wide
+from pulsnar_dask.pipeline.result import (
+    WIDE_INTERVAL,
+    HeldRows,
+    clusters_alpha_read,
+    overlaps,
+    too_wide,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +99,7 @@ def clusters_read(
     that count as one subtype (as the interval grouped them); PULSCAR's scoring, whose
     probabilities the outputs come from, is then calibrated and its claim taken at that
     alpha."""
-    if interval is None or (reading.evidence or {}).get("read") != "pulsnar":
+    if interval is None or not clusters_alpha_read(reading.evidence):
         return alphas
     alpha = float(interval.readings[f"pulsnar {job.config.alpha_estimator}"][0])
     groups = _cluster_groups(np.asarray(interval.subtypes["pulsnar"]))

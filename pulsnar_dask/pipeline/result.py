@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -38,6 +38,13 @@ INTERVAL_METHOD = (
     "configured reader), under PULSCAR and PULSNAR's clusters where both were computed "
     "(see interval_readings); from 0 where the classes overlap (alpha_may_be_high)"
 )
+
+
+def clusters_alpha_read(evidence: Mapping[str, Any] | None) -> bool:
+    """Whether auto's evidence (``method_evidence``, recorded by
+    :func:`~pulsnar_dask.pipeline.method_choice.record_readings`) says it read the
+    clusters' alpha rather than PULSCAR's; ``False`` for no evidence (a method asked for)."""
+    return (evidence or {}).get("read") == "pulsnar"
 
 
 def overlaps(negative_auc: float | None) -> bool:
@@ -388,7 +395,7 @@ def headline(summary: dict[str, Any]) -> str:
     n_unlabeled = summary["n_unlabeled"]
     evidence = summary.get("method_evidence") or {}
     clusters = summary["n_clusters"]
-    if evidence.get("read") == "pulsnar":  # auto, the clusters' alpha: PULSCAR's beside it
+    if clusters_alpha_read(evidence):  # auto, the clusters' alpha: PULSCAR's beside it
         found = f", {clusters} clusters; PULSCAR reads {evidence['readings']['pulscar']:.3f}"
     elif "readings" in evidence:  # auto with several clusters: their reading beside PULSCAR's
         clusters, read = evidence["n_clusters"], evidence["readings"]["pulsnar"]

@@ -40,7 +40,7 @@ from pulsnar_dask.pipeline.finish import (
 )
 from pulsnar_dask.pipeline.job import Job, Reading, read_input
 from pulsnar_dask.pipeline.method_choice import choose_reading
-from pulsnar_dask.pipeline.result import JobResult
+from pulsnar_dask.pipeline.result import JobResult, clusters_alpha_read
 
 METHODS = ("auto", "pulscar", "pulsnar")
 
@@ -140,10 +140,9 @@ def _result(
     """The run's result and the model it keeps, with the settings it ran with."""
     executor = job.executor
     # auto reading the clusters' alpha off PULSCAR's scoring reports PULSNAR and its clusters
-    evidence = reading.evidence or {}
     read, n_clusters = reading.method, reading.n_clusters
-    if evidence.get("read") == "pulsnar":
-        read, n_clusters = "pulsnar", evidence["n_clusters"]
+    if clusters_alpha_read(reading.evidence):
+        read, n_clusters = "pulsnar", reading.evidence["n_clusters"]
     run_settings = {
         "method": method,
         "seed": job.seed,
